@@ -1,0 +1,47 @@
+// Adapter: applies a task plan to the calling process with the kernel's calls
+// (sched_setaffinity, set_mempolicy from libnuma), then reads it back.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "numabind/idset.hpp"
+#include "numabind/plan.hpp"
+
+namespace numabind {
+
+struct ApplyResult {
+    bool ok = false;
+    std::string error;             // one line when !ok
+    IdSet cpus;                    // affinity read back
+    std::string mem_policy;        // kernel policy read back ("bind", "preferred"...)
+    IdSet mem_nodes;               // nodes of that policy
+    std::vector<std::string> warnings;
+};
+
+// Binds the calling thread (and everything it later creates or execs).
+ApplyResult apply_binding(const TaskPlan& task);
+
+// Sets NUMABIND_MODE, NUMABIND_CPUS, NUMABIND_MEMS, NUMABIND_DEVICE, NUMABIND_DEVICE_PCI
+// through the given setter (setenv for the CLI, spank_setenv for the plugin).
+template <typename Setter>
+void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
+    set("NUMABIND_MODE", to_string(mode));
+    set("NUMABIND_CPUS", task.cpus.to_string());
+    std::string mems;
+    for (int n : task.mems) mems += (mems.empty() ? "" : ",") + std::to_string(n);
+    set("NUMABIND_MEMS", mems);
+    set("NUMABIND_MEM_POLICY", to_string(task.mem));
+    set("NUMABIND_DEVICE", task.device ? std::to_string(task.device->index) : std::string());
+    set("NUMABIND_DEVICE_PCI", task.device ? task.device->pci : std::string());
+}
+
+// What the process currently has (for `numabind show`).
+struct Placement {
+    IdSet cpus;
+    std::string mem_policy;
+    IdSet mem_nodes;
+};
+Placement current_placement();
+
+}  // namespace numabind

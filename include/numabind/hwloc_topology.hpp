@@ -1,0 +1,44 @@
+// Adapter: loads a node's topology with hwloc (live or XML) and converts it to
+// the planner's model. Loading is the expensive part; do it once per node/step.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "numabind/idset.hpp"
+#include "numabind/topology.hpp"
+
+namespace numabind {
+
+struct LoadOptions {
+    std::string xml_path;       // empty: discover the live machine
+    bool this_system = true;    // an XML describing the machine we run on
+};
+
+class HwlocTopology {
+public:
+    // Throws Error with a one-line reason when hwloc cannot load the topology.
+    explicit HwlocTopology(const LoadOptions& options);
+    ~HwlocTopology();
+    HwlocTopology(const HwlocTopology&) = delete;
+    HwlocTopology& operator=(const HwlocTopology&) = delete;
+
+    const Topology& model() const { return model_; }
+    bool is_this_system() const { return this_system_; }
+    const std::string& source() const { return source_; }
+
+    // The CPUs and memory nodes this process may use, from the OS's cpuset/cgroup
+    // (not the current affinity, which a launcher may have narrowed). Reread on
+    // each call, so a forked task sees its own cgroup. For a foreign XML: everything.
+    IdSet allowed_cpus() const;
+    IdSet allowed_mems() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    Topology model_;
+    bool this_system_ = true;
+    std::string source_;
+};
+
+}  // namespace numabind

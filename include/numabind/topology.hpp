@@ -1,0 +1,68 @@
+// The planner's view of a node: plain data, filled by an adapter (hwloc) and
+// read by the pure planning code. Vectors are in hwloc's logical order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "numabind/idset.hpp"
+
+namespace numabind {
+
+struct Core {
+    IdSet pus;         // OS indexes of its hardware threads
+    int l3 = -1;       // index into Topology::l3_groups, -1 when none
+    int package = -1;  // index into Topology::packages
+};
+
+struct CacheGroup {
+    IdSet pus;  // PUs sharing this cache
+};
+
+struct Package {
+    int os_index = -1;
+    IdSet pus;
+};
+
+struct NumaNode {
+    int os_index = -1;
+    IdSet pus;            // empty for memory-only nodes (GPU memory, HBM, CXL)
+    std::string subtype;  // hwloc subtype ("GPUMemory", "MCDRAM"...), may be empty
+    bool has_cpus() const { return !pus.empty(); }
+};
+
+// A PCI function as found in the topology, before accelerator matching.
+struct PciDevice {
+    std::string address;  // "dddd:bb:dd.f"
+    uint16_t vendor = 0;
+    uint16_t device = 0;
+    uint16_t class_id = 0;  // base class << 8 | subclass, e.g. 0x0302
+    std::string name;
+    IdSet locality;         // cpuset of the first non-I/O ancestor
+    bool machine_level = false;  // first non-I/O ancestor is the machine root
+    int l3 = -1;                 // L3 group the device hangs below, -1 when none
+    std::vector<std::string> os_devices;  // e.g. "cuda0", "rsmi3"
+};
+
+struct Topology {
+    std::vector<Core> cores;
+    std::vector<CacheGroup> l3_groups;  // L3 if present, else the highest cache level below
+    std::vector<Package> packages;
+    std::vector<NumaNode> numa_nodes;
+    std::vector<PciDevice> pci_devices;
+    // NUMA distances keyed by (os_index, os_index); empty when the topology has none.
+    std::map<std::pair<int, int>, int> distances;
+    std::string cache_level_name = "L3";  // what l3_groups are made of
+
+    IdSet all_pus() const;
+    const NumaNode* numa_by_os(int os_index) const;
+    IdSet pus_of_nodes(const std::vector<int>& node_os_indexes) const;
+    // NUMA nodes (with CPUs) whose PUs intersect `pus`.
+    std::vector<int> cpu_nodes_intersecting(const IdSet& pus) const;
+    std::vector<int> cpu_nodes() const;
+    int distance(int from_os, int to_os) const;  // falls back to 10 same node / 20 otherwise
+};
+
+}  // namespace numabind

@@ -1,0 +1,359 @@
+// The numabind command: run (bind, then exec), show, plan, topo.
+// Adapter only: option parsing and printing around libnumabind.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "numabind/binding.hpp"
+#include "numabind/error.hpp"
+#include "numabind/hwloc_topology.hpp"
+#include "numabind/local_rank.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/report.hpp"
+#include "numabind/visible.hpp"
+#include "rank_source.hpp"
+
+namespace nb = numabind;
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 1;
+
+std::optional<std::string> getenv_opt(const std::string& name) {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+}
+
+nb::DeviceMatcher make_matcher(const std::string& spec) {
+    return spec.empty() ? nb::DeviceMatcher::builtin() : nb::DeviceMatcher::parse(spec);
+}
+
+struct Options {
+    std::string mode = "node";
+    std::string mem = "prefer";
+    std::string local_rank;
+    std::string ntasks;
+    std::string devices;
+    std::string device_match;
+    std::string topology;
+    std::string fallback = "fail";
+    std::string allowed_cpus;
+    std::string rank_source = "auto";
+    bool verbose = false;
+    bool json = false;
+};
+
+void note(const Options& o, const std::string& msg) {
+    if (o.verbose) std::cerr << "numabind: " << msg << "\n";
+}
+
+[[noreturn]] void exec_program(const std::vector<std::string>& program) {
+    std::vector<char*> argv;
+    for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::cerr << "numabind: cannot execute '" << program[0] << "': " << std::strerror(errno) << "\n";
+    std::exit(errno == ENOENT ? 127 : 126);
+}
+
+// Everything `run` decides before touching the process; throws on failure.
+nb::TaskPlan plan_this_task(const Options& o, nb::Mode mode, nb::MemPolicy mem, nb::NodePlan& plan_out) {
+    nb::HwlocTopology topo({o.topology, true});
+    note(o, "topology: " + topo.source());
+    auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
+
+    nb::LocalRank lr = nb::resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_opt);
+    note(o, "local rank " + std::to_string(lr.rank) + " from " + lr.source + ", local tasks " +
+                (lr.size ? std::to_string(lr.size) + " from " + lr.size_source : std::string("unknown")));
+    if (lr.size == 0) {
+        if (mode == nb::Mode::Exclusive || mode == nb::Mode::CoreComplex) {
+            throw nb::UsageError("the local task count is unknown and mode " + nb::to_string(mode) +
+                                 " splits CPUs among tasks; pass --ntasks");
+        }
+        lr.size = lr.rank + 1;
+    }
+
+    nb::PlanRequest req;
+    req.mode = mode;
+    req.mem = mem;
+    req.ntasks = lr.size;
+    if (!o.devices.empty()) {
+        req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
+        note(o, "devices from --devices: " + o.devices);
+    } else {
+        nb::VisibleDevices vis = nb::visible_from_env(accs, getenv_opt, nb::nvml_uuid_resolver());
+        for (const std::string& w : vis.warnings) std::cerr << "numabind: warning: " << w << "\n";
+        if (vis.restricted) {
+            req.visible_devices = vis.indexes;
+            note(o, "devices from " + vis.source + ": " + nb::join(vis.indexes));
+            if (vis.indexes.empty() && mode != nb::Mode::None)
+                throw nb::Error(vis.source + " makes no device visible; nothing to bind to");
+        } else {
+            note(o, "devices: all " + std::to_string(accs.size()) + " accelerator(s)");
+        }
+    }
+    req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
+    note(o, "allowed CPUs " + req.allowed_cpus.to_string());
+    plan_out = nb::plan_node(topo.model(), accs, req);
+    return plan_out.tasks.at(lr.rank);
+}
+
+int cmd_run(const Options& o, const std::vector<std::string>& program) {
+    const nb::Mode mode = nb::parse_mode(o.mode);
+    const nb::MemPolicy mem = nb::parse_mem_policy(o.mem);
+    if (o.fallback != "fail" && o.fallback != "warn")
+        throw nb::UsageError("invalid --fallback '" + o.fallback + "' (valid: fail, warn)");
+    if (program.empty()) throw nb::UsageError("run: missing program (usage: numabind run [OPTIONS] -- PROGRAM [ARGS...])");
+    nb::NodePlan plan;
+    std::string failure;
+    try {
+        nb::TaskPlan task = plan_this_task(o, mode, mem, plan);
+        for (const std::string& w : task.warnings) std::cerr << "numabind: warning: " << w << "\n";
+        for (const std::string& w : plan.warnings) note(o, "warning: " + w);
+        if (mode != nb::Mode::None) {
+            nb::ApplyResult applied = nb::apply_binding(task);
+            for (const std::string& w : applied.warnings) std::cerr << "numabind: warning: " << w << "\n";
+            if (!applied.ok) throw nb::Error(applied.error);
+        }
+        nb::export_binding_env(mode, task, [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); });
+        note(o, "rank " + std::to_string(task.local_rank) + ": device " +
+                    (task.device ? std::to_string(task.device->index) + " (" + task.device->pci + ")" : "-") +
+                    ", cpus " + task.cpus.to_string() + ", mems " + nb::join(task.mems) + " (" +
+                    nb::to_string(task.mem) + ")");
+    } catch (const nb::UsageError&) {
+        throw;
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    if (!failure.empty()) {
+        if (o.fallback == "fail") {
+            std::cerr << "numabind: error: " << failure << "\n";
+            return kExitFailure;
+        }
+        std::cerr << "numabind: warning: " << failure << "; running unbound (--fallback warn)\n";
+        setenv("NUMABIND_MODE", "none", 1);
+    }
+    exec_program(program);
+}
+
+int cmd_plan(const Options& o) {
+    const nb::Mode mode = nb::parse_mode(o.mode);
+    const nb::MemPolicy mem = nb::parse_mem_policy(o.mem);
+    nb::PlanRequest req;
+    req.mode = mode;
+    req.mem = mem;
+    req.ntasks = nb::parse_nonnegative(o.ntasks, "--ntasks");
+    if (req.ntasks < 1) throw nb::UsageError("invalid --ntasks '0' (must be at least 1)");
+    nb::HwlocTopology topo({o.topology, o.topology.empty()});
+    auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
+    if (!o.devices.empty()) req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
+    req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
+    nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
+    if (o.json)
+        std::cout << nb::plan_to_json(plan).dump(2) << "\n";
+    else
+        std::cout << nb::plan_to_table(plan);
+    return 0;
+}
+
+int cmd_topo(const Options& o) {
+    nb::HwlocTopology topo({o.topology, o.topology.empty()});
+    auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
+    if (o.json) {
+        nlohmann::ordered_json numa = nlohmann::ordered_json::array();
+        for (const nb::NumaNode& n : topo.model().numa_nodes)
+            numa.push_back({{"os_index", n.os_index}, {"cpus", n.pus.ids()}, {"subtype", n.subtype}});
+        std::cout << nlohmann::ordered_json{{"numa_nodes", numa},
+                                    {"accelerators", nb::accelerators_to_json(topo.model(), accs)}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    for (const nb::NumaNode& n : topo.model().numa_nodes)
+        std::cout << "numa " << n.os_index << ": cpus " << (n.has_cpus() ? n.pus.to_string() : "(none)")
+                  << (n.subtype.empty() ? "" : " [" + n.subtype + "]") << "\n";
+    if (accs.empty()) {
+        std::cout << "no accelerator found among " << topo.model().pci_devices.size()
+                  << " PCI device(s) (use --device-match VVVV[:DDDD] or class=0xCCSS to name them)\n";
+        return 0;
+    }
+    std::cout << nb::accelerators_to_table(topo.model(), accs);
+    return 0;
+}
+
+int cmd_show(const Options& o) {
+    nb::Placement p = nb::current_placement();
+    nb::HwlocTopology topo({o.topology, true});
+    const nb::Topology& m = topo.model();
+    auto accs = nb::find_accelerators(m, make_matcher(o.device_match));
+    std::vector<int> cpu_nodes = m.cpu_nodes_intersecting(p.cpus);
+
+    // The process's device: NUMABIND_DEVICE if numabind bound it, else the visible
+    // device of its local rank.
+    const nb::Accelerator* device = nullptr;
+    std::string device_source;
+    std::vector<std::string> warnings;
+    if (auto d = getenv_opt("NUMABIND_DEVICE"); d && !d->empty()) {
+        int idx = nb::parse_nonnegative(*d, "NUMABIND_DEVICE");
+        if (idx < static_cast<int>(accs.size())) {
+            device = &accs[idx];
+            device_source = "NUMABIND_DEVICE";
+        }
+    }
+    if (!device && !accs.empty()) {
+        nb::VisibleDevices vis = nb::visible_from_env(accs, getenv_opt, nb::nvml_uuid_resolver());
+        std::vector<int> visible = vis.restricted ? vis.indexes : std::vector<int>{};
+        if (!vis.restricted)
+            for (const auto& a : accs) visible.push_back(a.index);
+        int rank = 0;
+        std::string rank_source = "default";
+        if (auto lr = nb::local_rank_from_env(getenv_opt)) {
+            rank = lr->rank;
+            rank_source = lr->source;
+        }
+        if (!visible.empty()) {
+            device = &accs[visible[rank % visible.size()]];
+            device_source = (vis.restricted ? vis.source : std::string("all accelerators")) + ", local rank " +
+                            std::to_string(rank) + " (" + rank_source + ")";
+        }
+    }
+    if (device) {
+        for (int n : cpu_nodes) {
+            if (std::find(device->home_nodes.begin(), device->home_nodes.end(), n) == device->home_nodes.end()) {
+                warnings.push_back("CPUs " + p.cpus.to_string() + " include NUMA node " + std::to_string(n) +
+                                   " but device " + std::to_string(device->index) + " (" + device->pci +
+                                   ") is on node(s) " + nb::join(device->home_nodes));
+                break;
+            }
+        }
+        if (p.mem_policy != "default" && p.mem_policy != "local") {
+            for (int n : p.mem_nodes.ids()) {
+                if (std::find(device->home_nodes.begin(), device->home_nodes.end(), n) == device->home_nodes.end()) {
+                    warnings.push_back("memory policy " + p.mem_policy + " uses node " + std::to_string(n) +
+                                       " but device " + std::to_string(device->index) + " is on node(s) " +
+                                       nb::join(device->home_nodes));
+                    break;
+                }
+            }
+        }
+    } else {
+        warnings.push_back(accs.empty() ? "no accelerator found on this node" : "no device for this process");
+    }
+    if (o.json) {
+        nlohmann::ordered_json dev = nullptr;
+        if (device)
+            dev = nlohmann::ordered_json{{"index", device->index}, {"pci", device->pci}, {"numa_nodes", device->home_nodes},
+                   {"source", device_source}};
+        std::cout << nlohmann::ordered_json{{"pid", getpid()},
+                                    {"cpus", p.cpus.ids()},
+                                    {"cpu_numa_nodes", cpu_nodes},
+                                    {"mem_policy", p.mem_policy},
+                                    {"mem_nodes", p.mem_nodes.ids()},
+                                    {"device", dev},
+                                    {"warnings", warnings}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << nb::join(cpu_nodes) << ")\n";
+    std::cout << "memory:     " << p.mem_policy
+              << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
+    if (device)
+        std::cout << "device:     " << device->index << " (" << device->pci << ") on NUMA node(s) "
+                  << nb::join(device->home_nodes) << " [" << device_source << "]\n";
+    else
+        std::cout << "device:     none\n";
+    for (const std::string& w : warnings) std::cout << "warning: " << w << "\n";
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // `run` takes its program after "--"; split there so CLI11 never sees its arguments.
+    std::vector<std::string> args(argv + 1, argv + argc);
+    std::vector<std::string> program;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--") {
+            program.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+            args.resize(i);
+            break;
+        }
+    }
+
+    Options o;
+    CLI::App app{"numabind: bind GPU tasks to the CPUs and memory local to their accelerator", "numabind"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "numabind 0.1.0");
+
+    auto add_topology = [&](CLI::App* c) {
+        c->add_option("--topology", o.topology, "hwloc XML topology instead of discovering this machine");
+        c->add_option("--device-match", o.device_match, "accelerator match spec: VVVV[:DDDD] or class=0xCCSS, comma-separated");
+    };
+    CLI::App* run = app.add_subcommand("run", "bind this process to its accelerator's CPUs and memory, then exec PROGRAM");
+    run->add_option("--mode", o.mode, std::string("binding mode: ") + nb::kModeChoices + " (default node)");
+    run->add_option("--mem", o.mem, std::string("memory policy: ") + nb::kMemPolicyChoices + " (default prefer)");
+    run->add_option("--local-rank", o.local_rank, "this process's rank on the node");
+    run->add_option("--ntasks", o.ntasks, "number of tasks on the node");
+    run->add_option("--devices", o.devices, "visible physical accelerator indexes, e.g. 0,1");
+    run->add_option("--fallback", o.fallback, "when binding fails: fail (default) or warn (run unbound)");
+    run->add_option("--rank-source", o.rank_source, "where the local rank comes from: auto (default), env, pmix");
+    run->add_flag("-v,--verbose", o.verbose, "say which sources were used and the binding");
+    add_topology(run);
+
+    CLI::App* show = app.add_subcommand("show", "show this process's CPUs, memory policy and device");
+    show->add_flag("--json", o.json, "JSON output");
+    add_topology(show);
+
+    CLI::App* plan = app.add_subcommand("plan", "dry run: the binding of every task of a node");
+    plan->add_option("--mode", o.mode, std::string("binding mode: ") + nb::kModeChoices)->required();
+    plan->add_option("--ntasks", o.ntasks, "number of tasks on the node")->required();
+    plan->add_option("--mem", o.mem, std::string("memory policy: ") + nb::kMemPolicyChoices);
+    plan->add_option("--devices", o.devices, "visible physical accelerator indexes, e.g. 0,1");
+    plan->add_option("--allowed-cpus", o.allowed_cpus, "CPUs the tasks may use, e.g. 0-23 (default: this process's cpuset)");
+    plan->add_flag("--json", o.json, "JSON output");
+    add_topology(plan);
+
+    CLI::App* topo = app.add_subcommand("topo", "list accelerators with their NUMA nodes, CPUs and L3 groups");
+    topo->add_flag("--json", o.json, "JSON output");
+    add_topology(topo);
+
+    try {
+        std::vector<std::string> reversed(args.rbegin(), args.rend());
+        app.parse(reversed);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::string msg = e.what();
+        std::cerr << "numabind: " << msg << " (see numabind --help)\n";
+        return kExitUsage;
+    }
+
+    try {
+        if (run->parsed()) return cmd_run(o, program);
+        if (!program.empty()) throw nb::UsageError("unexpected arguments after '--' (only 'run' takes a program)");
+        if (show->parsed()) return cmd_show(o);
+        if (plan->parsed()) return cmd_plan(o);
+        if (topo->parsed()) return cmd_topo(o);
+    } catch (const nb::UsageError& e) {
+        std::cerr << "numabind: " << e.what() << "\n";
+        return kExitUsage;
+    } catch (const std::exception& e) {
+        std::cerr << "numabind: error: " << e.what() << "\n";
+        return kExitFailure;
+    }
+    return kExitFailure;
+}

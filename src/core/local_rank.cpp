@@ -1,0 +1,84 @@
+#include "numabind/local_rank.hpp"
+
+#include <charconv>
+
+#include "numabind/error.hpp"
+
+namespace numabind {
+
+int parse_nonnegative(const std::string& text, const std::string& what) {
+    int value = -1;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < 0) {
+        throw UsageError("invalid " + what + " '" + text + "' (expected a non-negative integer)");
+    }
+    return value;
+}
+
+namespace {
+
+// Slurm's "2(x3),1" task-per-node notation, for node `node_index`.
+int slurm_tasks_on_node(const std::string& spec, int node_index) {
+    int node = 0;
+    size_t pos = 0;
+    while (pos < spec.size()) {
+        size_t comma = spec.find(',', pos);
+        std::string item = spec.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        int count = 0, repeat = 1;
+        size_t paren = item.find("(x");
+        if (paren != std::string::npos && item.back() == ')') {
+            count = parse_nonnegative(item.substr(0, paren), "SLURM_STEP_TASKS_PER_NODE");
+            repeat = parse_nonnegative(item.substr(paren + 2, item.size() - paren - 3), "SLURM_STEP_TASKS_PER_NODE");
+        } else {
+            count = parse_nonnegative(item, "SLURM_STEP_TASKS_PER_NODE");
+        }
+        if (node_index < node + repeat) return count;
+        node += repeat;
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
+    struct Source {
+        const char* rank;
+        const char* size;
+    };
+    static const Source sources[] = {
+        {"SLURM_LOCALID", nullptr},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+        {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+        {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
+        {"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"},
+        {"LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    };
+    for (const Source& s : sources) {
+        auto rank = env(s.rank);
+        if (!rank) continue;
+        LocalRank lr;
+        lr.rank = parse_nonnegative(*rank, s.rank);
+        lr.source = s.rank;
+        if (s.size) {
+            if (auto size = env(s.size)) {
+                lr.size = parse_nonnegative(*size, s.size);
+                lr.size_source = s.size;
+            }
+        } else if (auto per_node = env("SLURM_STEP_TASKS_PER_NODE")) {
+            int node = 0;
+            if (auto nodeid = env("SLURM_NODEID")) node = parse_nonnegative(*nodeid, "SLURM_NODEID");
+            lr.size = slurm_tasks_on_node(*per_node, node);
+            lr.size_source = "SLURM_STEP_TASKS_PER_NODE";
+        }
+        if (lr.size > 0 && lr.rank >= lr.size) {
+            throw UsageError(std::string(s.rank) + "=" + *rank + " is not below the local task count " +
+                             std::to_string(lr.size) + " (" + lr.size_source + ")");
+        }
+        return lr;
+    }
+    return std::nullopt;
+}
+
+}  // namespace numabind

@@ -1,0 +1,372 @@
+#include "numabind/plan.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <numeric>
+
+#include "numabind/error.hpp"
+
+namespace numabind {
+
+const char* const kModeChoices = "none, node, socket, exclusive, core-complex";
+const char* const kMemPolicyChoices = "prefer, bind, interleave, none";
+
+Mode parse_mode(std::string_view text) {
+    if (text == "none") return Mode::None;
+    if (text == "node") return Mode::Node;
+    if (text == "socket") return Mode::Socket;
+    if (text == "exclusive") return Mode::Exclusive;
+    if (text == "core-complex") return Mode::CoreComplex;
+    throw UsageError("invalid mode '" + std::string(text) + "' (valid: " + kModeChoices + ")");
+}
+
+MemPolicy parse_mem_policy(std::string_view text) {
+    if (text == "prefer") return MemPolicy::Prefer;
+    if (text == "bind") return MemPolicy::Bind;
+    if (text == "interleave") return MemPolicy::Interleave;
+    if (text == "none") return MemPolicy::None;
+    throw UsageError("invalid memory policy '" + std::string(text) + "' (valid: " +
+                     kMemPolicyChoices + ")");
+}
+
+std::string to_string(Mode mode) {
+    switch (mode) {
+        case Mode::None: return "none";
+        case Mode::Node: return "node";
+        case Mode::Socket: return "socket";
+        case Mode::Exclusive: return "exclusive";
+        case Mode::CoreComplex: return "core-complex";
+    }
+    return "none";
+}
+
+std::string to_string(MemPolicy policy) {
+    switch (policy) {
+        case MemPolicy::None: return "none";
+        case MemPolicy::Prefer: return "prefer";
+        case MemPolicy::Bind: return "bind";
+        case MemPolicy::Interleave: return "interleave";
+    }
+    return "none";
+}
+
+NodePlan::NodePlan(const NodePlan& other) { *this = other; }
+
+NodePlan& NodePlan::operator=(const NodePlan& other) {
+    if (this == &other) return *this;
+    mode = other.mode;
+    accelerators = other.accelerators;
+    tasks = other.tasks;
+    warnings = other.warnings;
+    // Task device pointers must point into our own accelerator copy.
+    for (size_t i = 0; i < tasks.size(); ++i) {
+        if (other.tasks[i].device)
+            tasks[i].device = &accelerators[other.tasks[i].device - other.accelerators.data()];
+    }
+    return *this;
+}
+
+namespace {
+
+// A unit the exclusive split hands out: a physical core (its allowed PUs).
+struct Unit {
+    IdSet pus;
+    int l3 = -1;
+};
+
+// Splits `count` items into `parts` contiguous chunk sizes; remainder to the first chunks.
+std::vector<int> even_sizes(int count, int parts) {
+    std::vector<int> sizes(parts, count / parts);
+    for (int i = 0; i < count % parts; ++i) ++sizes[i];
+    return sizes;
+}
+
+std::vector<IdSet> split_flat(const std::vector<IdSet>& items, int parts) {
+    std::vector<IdSet> out(parts);
+    std::vector<int> sizes = even_sizes(static_cast<int>(items.size()), parts);
+    size_t next = 0;
+    for (int p = 0; p < parts; ++p)
+        for (int k = 0; k < sizes[p]; ++k) out[p] |= items[next++];
+    return out;
+}
+
+// Exclusive split of cores among `parts` tasks: whole cores (with every allowed SMT
+// sibling), contiguous in logical order, chunk edges on L3 edges where counts allow.
+std::vector<IdSet> split_exclusive(const std::vector<Unit>& cores, int parts, const std::string& what) {
+    if (static_cast<int>(cores.size()) >= parts) {
+        // Runs of consecutive cores sharing an L3.
+        std::vector<std::vector<IdSet>> runs;
+        int last_l3 = INT_MIN;
+        for (const Unit& u : cores) {
+            if (runs.empty() || u.l3 != last_l3 || u.l3 < 0) runs.emplace_back();
+            runs.back().push_back(u.pus);
+            last_l3 = u.l3;
+        }
+        const int groups = static_cast<int>(runs.size());
+        bool has_l3 = std::any_of(cores.begin(), cores.end(), [](const Unit& u) { return u.l3 >= 0; });
+        if (has_l3 && groups >= parts && groups % parts == 0) {
+            std::vector<IdSet> run_sets;
+            for (auto& run : runs) {
+                IdSet s;
+                for (auto& c : run) s |= c;
+                run_sets.push_back(s);
+            }
+            return split_flat(run_sets, parts);
+        }
+        if (has_l3 && parts > groups && parts % groups == 0) {
+            const int per = parts / groups;
+            bool fits = std::all_of(runs.begin(), runs.end(),
+                                    [&](const auto& run) { return static_cast<int>(run.size()) >= per; });
+            if (fits) {
+                std::vector<IdSet> out;
+                for (auto& run : runs) {
+                    auto piece = split_flat(run, per);
+                    out.insert(out.end(), piece.begin(), piece.end());
+                }
+                return out;
+            }
+        }
+        std::vector<IdSet> flat;
+        for (const Unit& u : cores) flat.push_back(u.pus);
+        return split_flat(flat, parts);
+    }
+    // Fewer cores than tasks: hand out hardware threads instead.
+    std::vector<IdSet> pus;
+    for (const Unit& u : cores)
+        for (int pu : u.pus.ids()) pus.push_back(IdSet{pu});
+    if (static_cast<int>(pus.size()) < parts) {
+        throw Error(std::to_string(parts) + " tasks share " + what + " but only " +
+                    std::to_string(pus.size()) + " allowed PU(s) are there; exclusive binding impossible");
+    }
+    return split_flat(pus, parts);
+}
+
+std::string join_ints(const std::vector<int>& v) {
+    std::string s;
+    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+}
+
+struct TaskState {
+    int rank;
+    int device;                  // physical index
+    std::vector<int> cpu_nodes;  // nodes whose CPUs the task may get
+    IdSet home_cpus;             // allowed PUs of those nodes
+};
+
+}  // namespace
+
+NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& accelerators,
+                   const PlanRequest& req) {
+    NodePlan plan;
+    plan.mode = req.mode;
+    plan.accelerators = accelerators;
+    const int ntasks = req.ntasks;
+    if (ntasks < 1) throw UsageError("invalid task count " + std::to_string(ntasks) + " (must be at least 1)");
+
+    const IdSet all = topo.all_pus();
+    IdSet allowed = req.allowed_cpus.empty() ? all : (req.allowed_cpus & all);
+    if (allowed.empty()) {
+        throw Error("none of the allowed CPUs (" + req.allowed_cpus.to_string() +
+                    ") exists in the topology (" + all.to_string() + ")");
+    }
+
+    const int ndev = static_cast<int>(accelerators.size());
+    auto check_index = [&](int idx) {
+        if (idx < 0 || idx >= ndev) {
+            throw Error("device index " + std::to_string(idx) + " out of range (" +
+                        (ndev ? "0-" + std::to_string(ndev - 1) : std::string("no accelerator found")) + ")");
+        }
+    };
+    std::vector<int> visible = req.visible_devices;
+    if (visible.empty())
+        for (int i = 0; i < ndev; ++i) visible.push_back(i);
+    for (int idx : req.visible_devices) check_index(idx);
+
+    plan.tasks.resize(ntasks);
+    std::vector<TaskState> states(ntasks);
+    for (int r = 0; r < ntasks; ++r) {
+        TaskPlan& t = plan.tasks[r];
+        t.local_rank = r;
+        const std::vector<int>* list = &visible;
+        if (r < static_cast<int>(req.per_task_devices.size()) && !req.per_task_devices[r].empty())
+            list = &req.per_task_devices[r];
+        for (int idx : *list) check_index(idx);
+        states[r].rank = r;
+        states[r].device = list->empty() ? -1 : (*list)[r % list->size()];
+        if (states[r].device >= 0) t.device = &plan.accelerators[states[r].device];
+    }
+
+    if (req.mode == Mode::None) {
+        for (TaskPlan& t : plan.tasks) {
+            t.cpus = allowed;
+            t.mem = MemPolicy::None;
+        }
+        return plan;
+    }
+    if (ndev == 0) {
+        throw Error("no accelerator found on this node (use --device-match to name the devices, e.g. "
+                    "10de or class=0x0302)");
+    }
+    if (std::any_of(states.begin(), states.end(), [](const TaskState& s) { return s.device < 0; }))
+        throw Error("no visible accelerator for the tasks (the visible device list is empty)");
+
+    // Where each task's CPUs come from: its device's home nodes, or the nearest
+    // nodes that still have allowed CPUs.
+    for (int r = 0; r < ntasks; ++r) {
+        TaskState& s = states[r];
+        TaskPlan& t = plan.tasks[r];
+        const Accelerator& dev = plan.accelerators[s.device];
+        if (!dev.home_warning.empty()) t.warnings.push_back(dev.home_warning);
+        s.cpu_nodes = dev.home_nodes;
+        s.home_cpus = topo.pus_of_nodes(s.cpu_nodes) & allowed;
+        if (s.home_cpus.empty()) {
+            int best = INT_MAX;
+            std::vector<int> nearest;
+            for (const NumaNode& n : topo.numa_nodes) {
+                if (!n.pus.intersects(allowed)) continue;
+                int d = INT_MAX;
+                for (int h : dev.home_nodes) d = std::min(d, topo.distance(h, n.os_index));
+                if (d < best) {
+                    best = d;
+                    nearest.clear();
+                }
+                if (d == best) nearest.push_back(n.os_index);
+            }
+            if (!nearest.empty()) {
+                s.cpu_nodes = nearest;
+                s.home_cpus = topo.pus_of_nodes(nearest) & allowed;
+            } else {
+                s.cpu_nodes.clear();
+                s.home_cpus = allowed;  // allowed PUs lie outside every NUMA node
+            }
+            t.warnings.push_back("no allowed CPU on NUMA node(s) " + join_ints(dev.home_nodes) + " of device " +
+                                 std::to_string(dev.index) + "; using the nearest allowed CPUs " +
+                                 s.home_cpus.to_string() + (nearest.empty() ? "" : " (node(s) " + join_ints(nearest) + ")"));
+        }
+        t.mems = dev.home_nodes;
+        t.mem = req.mem;
+    }
+
+    // Tasks sharing a home, ordered by device then rank, so one device's tasks are neighbours.
+    std::map<std::vector<int>, std::vector<int>> homes;
+    for (int r = 0; r < ntasks; ++r) homes[states[r].cpu_nodes].push_back(r);
+    for (auto& [nodes, members] : homes) {
+        std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+            return std::tie(states[a].device, a) < std::tie(states[b].device, b);
+        });
+        const IdSet home_cpus = states[members.front()].home_cpus;
+        const std::string what = nodes.empty() ? "the allowed CPUs" : "NUMA node(s) " + join_ints(nodes);
+        const int n = static_cast<int>(members.size());
+
+        switch (req.mode) {
+            case Mode::Node:
+                for (int r : members) plan.tasks[r].cpus = home_cpus;
+                break;
+            case Mode::Socket: {
+                IdSet cpus;
+                for (const Package& p : topo.packages)
+                    if (p.pus.intersects(home_cpus)) cpus |= p.pus;
+                cpus &= allowed;
+                for (int r : members) plan.tasks[r].cpus = cpus;
+                break;
+            }
+            case Mode::Exclusive: {
+                std::vector<Unit> cores;
+                for (const Core& c : topo.cores) {
+                    IdSet pus = c.pus & home_cpus;
+                    if (!pus.empty()) cores.push_back({pus, c.l3});
+                }
+                auto parts = split_exclusive(cores, n, what);
+                for (int i = 0; i < n; ++i) plan.tasks[members[i]].cpus = parts[i];
+                break;
+            }
+            case Mode::CoreComplex: {
+                struct Group {
+                    int index;
+                    IdSet pus;
+                };
+                std::vector<Group> groups;
+                if (!topo.l3_groups.empty()) {
+                    for (size_t g = 0; g < topo.l3_groups.size(); ++g) {
+                        IdSet pus = topo.l3_groups[g].pus & home_cpus;
+                        if (!pus.empty()) groups.push_back({static_cast<int>(g), pus});
+                    }
+                }
+                if (groups.empty()) {
+                    // No cache groups known: every core is its own complex.
+                    for (size_t c = 0; c < topo.cores.size(); ++c) {
+                        IdSet pus = topo.cores[c].pus & home_cpus;
+                        if (!pus.empty()) groups.push_back({-1, pus});
+                    }
+                    plan.warnings.push_back("no " + topo.cache_level_name +
+                                            " cache groups in the topology; core-complex uses single cores");
+                }
+                const int G = static_cast<int>(groups.size());
+                if (n <= G) {
+                    std::vector<bool> used(G, false);
+                    std::vector<int> chosen(n, -1);
+                    // First: a device's own L3, for the first of its tasks that can take it.
+                    for (int i = 0; i < n; ++i) {
+                        int want = plan.accelerators[states[members[i]].device].l3;
+                        for (int g = 0; g < G && want >= 0; ++g) {
+                            if (groups[g].index == want && !used[g]) {
+                                used[g] = true;
+                                chosen[i] = g;
+                                break;
+                            }
+                        }
+                    }
+                    // Then: the free group nearest (in topology order) to the device's L3, or
+                    // to the group its previous task got, else the first free one.
+                    int prev_dev = -1, anchor = -1;
+                    for (int i = 0; i < n; ++i) {
+                        const int dev = states[members[i]].device;
+                        if (dev != prev_dev) {
+                            anchor = -1;
+                            int want = plan.accelerators[dev].l3;
+                            for (int g = 0; g < G; ++g)
+                                if (groups[g].index == want) anchor = g;
+                            prev_dev = dev;
+                        }
+                        if (chosen[i] < 0) {
+                            int best = -1;
+                            for (int g = 0; g < G; ++g) {
+                                if (used[g]) continue;
+                                if (best < 0 || (anchor >= 0 && std::abs(g - anchor) < std::abs(best - anchor)))
+                                    best = g;
+                            }
+                            used[best] = true;
+                            chosen[i] = best;
+                        }
+                        if (anchor < 0) anchor = chosen[i];
+                        plan.tasks[members[i]].cpus = groups[chosen[i]].pus;
+                    }
+                } else {
+                    // More tasks than complexes: split each complex exclusively among its share.
+                    std::vector<int> share = even_sizes(n, G);
+                    int next = 0;
+                    for (int g = 0; g < G; ++g) {
+                        std::vector<Unit> cores;
+                        for (const Core& c : topo.cores) {
+                            IdSet pus = c.pus & groups[g].pus;
+                            if (!pus.empty()) cores.push_back({pus, groups[g].index});
+                        }
+                        auto parts = split_exclusive(cores, share[g], "one " + topo.cache_level_name + " group");
+                        for (int k = 0; k < share[g]; ++k) plan.tasks[members[next++]].cpus = parts[k];
+                    }
+                    plan.warnings.push_back(std::to_string(n) + " tasks on " + what + " but only " +
+                                            std::to_string(G) + " " + topo.cache_level_name +
+                                            " group(s); groups are split exclusively among tasks");
+                }
+                break;
+            }
+            case Mode::None:
+                break;
+        }
+    }
+    return plan;
+}
+
+}  // namespace numabind

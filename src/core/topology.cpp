@@ -1,0 +1,44 @@
+#include "numabind/topology.hpp"
+
+namespace numabind {
+
+IdSet Topology::all_pus() const {
+    IdSet all;
+    for (const Core& c : cores) all |= c.pus;
+    return all;
+}
+
+const NumaNode* Topology::numa_by_os(int os_index) const {
+    for (const NumaNode& n : numa_nodes)
+        if (n.os_index == os_index) return &n;
+    return nullptr;
+}
+
+IdSet Topology::pus_of_nodes(const std::vector<int>& node_os_indexes) const {
+    IdSet out;
+    for (int os : node_os_indexes)
+        if (const NumaNode* n = numa_by_os(os)) out |= n->pus;
+    return out;
+}
+
+std::vector<int> Topology::cpu_nodes_intersecting(const IdSet& pus) const {
+    std::vector<int> out;
+    for (const NumaNode& n : numa_nodes)
+        if (n.has_cpus() && n.pus.intersects(pus)) out.push_back(n.os_index);
+    return out;
+}
+
+std::vector<int> Topology::cpu_nodes() const {
+    std::vector<int> out;
+    for (const NumaNode& n : numa_nodes)
+        if (n.has_cpus()) out.push_back(n.os_index);
+    return out;
+}
+
+int Topology::distance(int from_os, int to_os) const {
+    auto it = distances.find({from_os, to_os});
+    if (it != distances.end()) return it->second;
+    return from_os == to_os ? 10 : 20;  // the ACPI SLIT convention when no matrix is known
+}
+
+}  // namespace numabind

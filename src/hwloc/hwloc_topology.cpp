@@ -1,0 +1,177 @@
+// hwloc adapter: everything hwloc-specific lives here.
+#include "numabind/hwloc_topology.hpp"
+
+#include <hwloc.h>
+
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "numabind/error.hpp"
+
+namespace numabind {
+
+struct HwlocTopology::Impl {
+    hwloc_topology_t topo = nullptr;
+    ~Impl() {
+        if (topo) hwloc_topology_destroy(topo);
+    }
+};
+
+namespace {
+
+IdSet to_idset(hwloc_const_bitmap_t bitmap) {
+    IdSet out;
+    if (!bitmap || hwloc_bitmap_weight(bitmap) < 0) return out;
+    int id;
+    hwloc_bitmap_foreach_begin(id, bitmap) { out.insert(id); }
+    hwloc_bitmap_foreach_end();
+    return out;
+}
+
+std::string pci_address(hwloc_obj_t obj) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%04x:%02x:%02x.%01x", obj->attr->pcidev.domain, obj->attr->pcidev.bus,
+                  obj->attr->pcidev.dev, obj->attr->pcidev.func);
+    return buf;
+}
+
+bool is_l3(hwloc_obj_t obj) { return obj->type == HWLOC_OBJ_L3CACHE; }
+
+void build_model(hwloc_topology_t t, Topology& m) {
+    // Cache groups: L3 where the machine has one, else the deepest shared level below it.
+    hwloc_obj_type_t cache_type = HWLOC_OBJ_L3CACHE;
+    m.cache_level_name = "L3";
+    if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_L3CACHE) == 0) {
+        cache_type = HWLOC_OBJ_L2CACHE;
+        m.cache_level_name = "L2";
+        if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_L2CACHE) == 0) m.cache_level_name = "L3";
+    }
+    const int ncache = hwloc_get_nbobjs_by_type(t, cache_type);
+    for (int i = 0; i < ncache; ++i) {
+        hwloc_obj_t c = hwloc_get_obj_by_type(t, cache_type, i);
+        m.l3_groups.push_back({to_idset(c->cpuset)});
+    }
+    const int npkg = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE);
+    for (int i = 0; i < npkg; ++i) {
+        hwloc_obj_t p = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, i);
+        m.packages.push_back({static_cast<int>(p->os_index), to_idset(p->cpuset)});
+    }
+    auto index_of_ancestor = [&](hwloc_obj_t obj, hwloc_obj_type_t type) {
+        hwloc_obj_t a = hwloc_get_ancestor_obj_by_type(t, type, obj);
+        return a ? static_cast<int>(a->logical_index) : -1;
+    };
+    // Cores; PUs without a Core parent (some exports) count as their own core.
+    const int npu = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+    int last_core = -2;
+    for (int i = 0; i < npu; ++i) {
+        hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, i);
+        hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(t, HWLOC_OBJ_CORE, pu);
+        int core_id = core ? static_cast<int>(core->logical_index) : -1;
+        if (core && core_id == last_core) {
+            m.cores.back().pus.insert(static_cast<int>(pu->os_index));
+            continue;
+        }
+        Core c;
+        c.pus.insert(static_cast<int>(pu->os_index));
+        c.l3 = ncache ? index_of_ancestor(pu, cache_type) : -1;
+        c.package = index_of_ancestor(pu, HWLOC_OBJ_PACKAGE);
+        m.cores.push_back(c);
+        last_core = core_id;
+    }
+    // Core objects with PUs in logical order are normally consecutive; merge any
+    // that are not (seen in hand-edited XML) so a core is never counted twice.
+    const int nnuma = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+    for (int i = 0; i < nnuma; ++i) {
+        hwloc_obj_t n = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, i);
+        NumaNode node;
+        node.os_index = static_cast<int>(n->os_index);
+        node.pus = to_idset(n->cpuset);
+        if (n->subtype) node.subtype = n->subtype;
+        m.numa_nodes.push_back(node);
+    }
+    // Distances between NUMA nodes, latency-like first.
+    unsigned nr = 1;
+    hwloc_distances_s* dist = nullptr;
+    if (hwloc_distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &dist, HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
+        nr == 1 && dist) {
+        for (unsigned a = 0; a < dist->nbobjs; ++a)
+            for (unsigned b = 0; b < dist->nbobjs; ++b)
+                m.distances[{static_cast<int>(dist->objs[a]->os_index), static_cast<int>(dist->objs[b]->os_index)}] =
+                    static_cast<int>(dist->values[a * dist->nbobjs + b]);
+        hwloc_distances_release(t, dist);
+    }
+    // PCI functions with their locality.
+    for (hwloc_obj_t p = hwloc_get_next_pcidev(t, nullptr); p; p = hwloc_get_next_pcidev(t, p)) {
+        PciDevice d;
+        d.address = pci_address(p);
+        d.vendor = p->attr->pcidev.vendor_id;
+        d.device = p->attr->pcidev.device_id;
+        d.class_id = p->attr->pcidev.class_id;
+        if (const char* name = hwloc_obj_get_info_by_name(p, "PCIDevice")) d.name = name;
+        hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, p);
+        d.locality = to_idset(anc->cpuset);
+        d.machine_level = anc->type == HWLOC_OBJ_MACHINE || anc->parent == nullptr;
+        for (hwloc_obj_t a = anc; a; a = a->parent) {
+            if (is_l3(a)) {
+                d.l3 = static_cast<int>(a->logical_index);
+                break;
+            }
+        }
+        if (cache_type != HWLOC_OBJ_L3CACHE) d.l3 = -1;
+        for (hwloc_obj_t c = p->io_first_child; c; c = c->next_sibling)
+            if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) d.os_devices.push_back(c->name);
+        m.pci_devices.push_back(d);
+    }
+}
+
+}  // namespace
+
+HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_unique<Impl>()) {
+    hwloc_topology_t& t = impl_->topo;
+    if (hwloc_topology_init(&t) != 0) throw Error("hwloc: cannot initialise a topology");
+    // PCI devices are filtered out by default, from the live machine and from XML alike.
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    unsigned long flags = HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED;
+    if (!options.xml_path.empty()) {
+        struct stat st;
+        if (stat(options.xml_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            throw Error("cannot read topology file '" + options.xml_path + "': " +
+                        (errno ? std::strerror(errno) : "not a regular file"));
+        }
+        if (hwloc_topology_set_xml(t, options.xml_path.c_str()) != 0)
+            throw Error("cannot load topology file '" + options.xml_path + "' with hwloc");
+        this_system_ = options.this_system;
+        source_ = options.xml_path;
+        // Without this flag hwloc treats the XML as foreign and binding calls through it
+        // silently do nothing; we also need it to read this process's allowed cpuset.
+        if (this_system_) flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+    } else {
+        source_ = "live";
+    }
+    hwloc_topology_set_flags(t, flags);
+    if (hwloc_topology_load(t) != 0) {
+        throw Error("hwloc could not load the topology" +
+                    (options.xml_path.empty() ? std::string() : " from '" + options.xml_path + "'") +
+                    " (not a valid hwloc XML?)");
+    }
+    if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU) <= 0)
+        throw Error("topology " + source_ + " has no processing units");
+    build_model(t, model_);
+}
+
+HwlocTopology::~HwlocTopology() = default;
+
+IdSet HwlocTopology::allowed_cpus() const {
+    hwloc_topology_t t = impl_->topo;
+    if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
+    return to_idset(hwloc_topology_get_allowed_cpuset(t));
+}
+
+IdSet HwlocTopology::allowed_mems() const {
+    hwloc_topology_t t = impl_->topo;
+    if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
+    return to_idset(hwloc_topology_get_allowed_nodeset(t));
+}
+
+}  // namespace numabind
