@@ -34,6 +34,7 @@ struct PlanRequest {
     // overrides visible_devices for that task, which uses its entry 0... r-th modulo.
     std::vector<std::vector<int>> per_task_devices;
     IdSet allowed_cpus;  // empty: every PU of the topology
+    IdSet allowed_mems;  // OS NUMA indexes the task may allocate on; empty: all
 };
 
 struct TaskPlan {

@@ -28,7 +28,10 @@ struct Package {
 
 struct NumaNode {
     int os_index = -1;
-    IdSet pus;            // empty for memory-only nodes (GPU memory, HBM, CXL)
+    // PUs the kernel counts on this node; empty for memory-only nodes (GPU memory,
+    // HBM, CXL), which hwloc attaches next to the DRAM node of the same CPUs.
+    IdSet pus;
+    IdSet locality;       // hwloc's cpuset of the node (CPUs it is local to)
     std::string subtype;  // hwloc subtype ("GPUMemory", "MCDRAM"...), may be empty
     bool has_cpus() const { return !pus.empty(); }
 };

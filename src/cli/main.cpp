@@ -102,6 +102,7 @@ nb::TaskPlan plan_this_task(const Options& o, nb::Mode mode, nb::MemPolicy mem, 
         }
     }
     req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
+    req.allowed_mems = topo.allowed_mems();
     note(o, "allowed CPUs " + req.allowed_cpus.to_string());
     plan_out = nb::plan_node(topo.model(), accs, req);
     return plan_out.tasks.at(lr.rank);
@@ -157,6 +158,7 @@ int cmd_plan(const Options& o) {
     auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
     if (!o.devices.empty()) req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
     req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
+    req.allowed_mems = topo.allowed_mems();
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
     if (o.json)
         std::cout << nb::plan_to_json(plan).dump(2) << "\n";

@@ -1,8 +1,56 @@
 #include "rank_source.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "numabind/error.hpp"
 
 namespace numabind {
+
+namespace {
+
+// The launchers' variables, innermost launcher first. Launchers nest: srun starts
+// Open MPI's orted (mpirun inside salloc/sbatch), MPICH/Intel MPI's hydra proxies, or
+// torchrun, and their ranks inherit the outer step's SLURM_LOCALID (always 0 with one
+// orted per node) and SLURM_STEP_TASKS_PER_NODE. The inner launcher's variables describe
+// this process, so they win; Slurm, which never runs below another launcher, comes last.
+// torchrun's LOCAL_RANK (with TORCHELASTIC_RUN_ID) beats an enclosing mpirun's variables;
+// a bare LOCAL_RANK (no TORCHELASTIC_RUN_ID) only beats SLURM_LOCALID.
+struct Group {
+    std::vector<const char*> names;    // variables this group may read
+    const char* requires_var;          // only when this variable is also set
+};
+
+const std::vector<Group>& launcher_groups() {
+    static const std::vector<Group> groups = {
+        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, "TORCHELASTIC_RUN_ID"},
+        {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, nullptr},
+        {{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, nullptr},
+        {{"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"}, nullptr},
+        {{"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"}, nullptr},
+        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, nullptr},
+        {{"SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID"}, nullptr},
+    };
+    return groups;
+}
+
+std::optional<LocalRank> innermost_launcher_rank(const EnvLookup& env) {
+    for (const Group& g : launcher_groups()) {
+        if (g.requires_var && !env(g.requires_var)) continue;
+        EnvLookup only = [&env, &g](const std::string& name) -> std::optional<std::string> {
+            if (std::find(g.names.begin(), g.names.end(), name) == g.names.end()) return std::nullopt;
+            return env(name);
+        };
+        if (auto found = local_rank_from_env(only)) {
+            if (found->source != "SLURM_LOCALID" && env("SLURM_LOCALID"))
+                found->source += " (inner launcher; the enclosing Slurm step's SLURM_LOCALID is ignored)";
+            return found;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
 
 LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::string& ntasks_opt,
                              const std::string& rank_source, const EnvLookup& env) {
@@ -20,9 +68,11 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
         if (rank_source == "pmix") {
             std::string error;
             found = pmix_local_rank(error);
-            if (!found) throw Error("PMIx: " + error);
+            if (!found) throw Error("--rank-source pmix: " + error);
         } else {
-            found = local_rank_from_env(env);
+            // auto/env never touch PMIx: connecting would spend the PMIx identity of
+            // the program exec'd next (its MPI_Init would fail).
+            found = innermost_launcher_rank(env);
         }
         if (found) {
             if (!have_rank) {
@@ -38,8 +88,9 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
         throw Error(
             "cannot determine the local rank: no launcher variable is set (SLURM_LOCALID, "
             "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK, PALS_LOCAL_RANKID, "
-            "LOCAL_RANK); pass --local-rank" +
-            std::string(pmix_available() ? " or --rank-source pmix" : ""));
+            "LOCAL_RANK); pass --local-rank N --ntasks M" +
+            std::string(pmix_available() ? ", or --rank-source pmix for a program that is not an MPI/PMIx client"
+                                         : ""));
     }
     if (!ntasks_opt.empty()) {
         lr.size = parse_nonnegative(ntasks_opt, "--ntasks");

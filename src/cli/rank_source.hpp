@@ -14,7 +14,8 @@ namespace numabind {
 std::optional<LocalRank> pmix_local_rank(std::string& error);
 bool pmix_available();
 
-// --local-rank/--ntasks beat everything; rank_source: "auto" (launcher variables),
+// --local-rank/--ntasks beat everything; rank_source: "auto" (launcher variables, the
+// innermost launcher first: torchrun, MPI launchers, then Slurm; never PMIx),
 // "env" (the same, stated), "pmix" (the PMIx server). Throws UsageError/Error.
 LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::string& ntasks_opt,
                              const std::string& rank_source, const EnvLookup& env);

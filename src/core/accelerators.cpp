@@ -136,9 +136,9 @@ bool DeviceMatcher::matches(const PciDevice& dev) const {
             case 0x1002:  // AMD: display, other display, processing accelerator (MI300A)
                 return (dev.class_id == 0x0300 || dev.class_id == 0x0380 || dev.class_id == 0x1200) &&
                        !is_amd_bmc_chip(dev.device);
-            case 0x8086:  // Intel data-center GPUs (Max/Flex) are "display controller" 0x0380,
-                          // integrated graphics is 0x0300 and is not an accelerator
-                return dev.class_id == 0x0380 || dev.class_id == 0x1200;
+            case 0x8086:  // Intel data-center GPUs (Max/Flex) are "display controller" 0x0380;
+                          // integrated graphics (0x0300) and FPGA cards (0x1200) are not GPUs
+                return dev.class_id == 0x0380;
             case 0x1da3:  // Habana Gaudi
                 return dev.class_id == 0x1200;
             default:

@@ -246,7 +246,20 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                                  s.home_cpus.to_string() + (nearest.empty() ? "" : " (node(s) " + join_ints(nearest) + ")"));
         }
         t.mems = dev.home_nodes;
-        t.mem = req.mem;
+        if (!req.allowed_mems.empty()) {
+            std::vector<int> usable;
+            for (int n : t.mems)
+                if (req.allowed_mems.contains(n)) usable.push_back(n);
+            if (usable.empty()) {
+                // The device's memory is off limits: the nodes that give the task its CPUs are next best.
+                for (int n : s.cpu_nodes)
+                    if (req.allowed_mems.contains(n)) usable.push_back(n);
+                t.warnings.push_back("memory of NUMA node(s) " + join_ints(t.mems) + " is not allowed; using node(s) " +
+                                     (usable.empty() ? std::string("none (memory policy skipped)") : join_ints(usable)));
+            }
+            t.mems = usable;
+        }
+        t.mem = t.mems.empty() ? MemPolicy::None : req.mem;
     }
 
     // Tasks sharing a home, ordered by device then rank, so one device's tasks are neighbours.

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 #include <sys/stat.h>
 
 #include "numabind/error.hpp"
@@ -86,9 +87,28 @@ void build_model(hwloc_topology_t t, Topology& m) {
         hwloc_obj_t n = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, i);
         NumaNode node;
         node.os_index = static_cast<int>(n->os_index);
-        node.pus = to_idset(n->cpuset);
+        node.locality = to_idset(n->cpuset);
         if (n->subtype) node.subtype = n->subtype;
         m.numa_nodes.push_back(node);
+    }
+    // hwloc gives a memory-only node the cpuset of where it is attached, so several
+    // nodes can claim a PU. The kernel puts each PU on exactly one node: the most
+    // specific one, plain memory before a subtyped one (GPUMemory, MCDRAM, HBM),
+    // then the lowest OS index.
+    for (int pu : m.all_pus().ids()) {
+        NumaNode* owner = nullptr;
+        for (NumaNode& node : m.numa_nodes) {
+            if (!node.locality.contains(pu)) continue;
+            if (!owner) {
+                owner = &node;
+                continue;
+            }
+            auto key = [](const NumaNode& x) {
+                return std::make_tuple(x.locality.size(), !x.subtype.empty(), x.os_index);
+            };
+            if (key(node) < key(*owner)) owner = &node;
+        }
+        if (owner) owner->pus.insert(pu);
     }
     // Distances between NUMA nodes, latency-like first.
     unsigned nr = 1;

@@ -34,7 +34,7 @@ set -euo pipefail
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 log() { echo "cluster.sh: $*" >&2; }
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------- helpers
 abspath() { (cd "$1" && pwd -P); }
@@ -132,7 +132,8 @@ cmd_start() {
   fi
   chmod 0755 "$dir"
   # a fresh state each time (keeps anything else the caller put in DIR)
-  rm -rf "$dir/state" "$dir/spool" "$dir/run" "$dir/log" "$dir/munge" "$dir/tmp" "$dir/dev"
+  rm -rf "${dir:?}/state" "${dir:?}/spool" "${dir:?}/run" "${dir:?}/log" "${dir:?}/munge" \
+    "${dir:?}/tmp" "${dir:?}/dev"
   mkdir -p "$dir/state" "$dir/run" "$dir/log" "$dir/munge" "$dir/dev"
   chmod 0755 "$dir/run" "$dir/log" "$dir/munge" "$dir/state" "$dir/dev"
   ensure_user
@@ -329,27 +330,32 @@ EOF
 }
 
 # ---------------------------------------------------------------- stop
+kill_pid_wait() {  # DIR NAME PID : SIGTERM, wait up to 10 s, then SIGKILL
+  local dir=$1 name=$2 pid=$3 i
+  pid_is_ours "$dir" "$pid" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do pid_is_ours "$dir" "$pid" || return 0; sleep 0.1; done
+  log "$name ($pid) ignored SIGTERM, killing"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do pid_is_ours "$dir" "$pid" || return 0; sleep 0.1; done
+}
+
 kill_wait() {  # DIR NAME PIDFILE
-  local dir=$1 name=$2 pf=$3 pid i
+  local dir=$1 name=$2 pf=$3
   [ -f "$pf" ] || return 0
-  pid=$(cat "$pf" 2>/dev/null || true)
-  if pid_is_ours "$dir" "$pid"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do pid_is_ours "$dir" "$pid" || break; sleep 0.1; done
-    if pid_is_ours "$dir" "$pid"; then
-      log "$name ($pid) ignored SIGTERM, killing"
-      kill -KILL "$pid" 2>/dev/null || true
-      for ((i = 0; i < 50; i++)); do pid_is_ours "$dir" "$pid" || break; sleep 0.1; done
-    fi
-  fi
+  kill_pid_wait "$dir" "$name" "$(cat "$pf" 2>/dev/null || true)"
   rm -f "$pf"
 }
 
 cmd_stop() {
   [ $# -ge 1 ] || usage
   local dir=$1
-  [ -d "$dir" ] || { log "no such directory $dir"; return 0; }
-  dir=$(abspath "$dir")
+  if [ -d "$dir" ]; then
+    dir=$(abspath "$dir")
+  else
+    log "no such directory $dir (looking for its daemons anyway)"
+    case $dir in /*) dir=${dir%/} ;; *) dir=$PWD/${dir%/} ;; esac
+  fi
   local conf="$dir/slurm.conf" pf pid i
   # 1) cancel this cluster's jobs while the controller is still up
   if [ -f "$dir/run/slurmctld.pid" ] && pid_is_ours "$dir" "$(cat "$dir/run/slurmctld.pid")"; then
@@ -368,8 +374,19 @@ cmd_stop() {
   done
   kill_wait "$dir" slurmctld "$dir/run/slurmctld.pid"
   kill_wait "$dir" munged "$dir/run/munged.pid"
+  # 2b) daemons whose pid file is gone (DIR removed, crashed start): match DIR/ in argv
+  local f
+  for f in $(grep -lzF -- "$dir/" /proc/[0-9]*/cmdline 2>/dev/null || true); do
+    pid=${f#/proc/}; pid=${pid%/cmdline}
+    case $(cat "/proc/$pid/comm" 2>/dev/null) in
+      slurmd|slurmctld|munged)
+        log "stopping stray $(cat "/proc/$pid/comm" 2>/dev/null) ($pid) of $dir"
+        kill_pid_wait "$dir" stray "$pid" ;;
+    esac
+  done
   # 3) leftovers of jobs: slurmstepd inherited NUMABIND_CLUSTER_DIR=DIR from our slurmd;
-  #    job tasks carry SLURM_CONF=DIR/slurm.conf plus a SLURM_JOB_ID (never us or our parents)
+  #    job tasks carry SLURM_CONF=DIR/slurm.conf plus a SLURM_JOB_ID; srun/salloc/sbatch
+  #    clients carry SLURM_CONF=DIR/slurm.conf (never this script or its ancestors)
   local -A keep=()
   pid=$$
   while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
@@ -377,24 +394,31 @@ cmd_stop() {
     pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null || true)
   done
   local -a victims=()
-  for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+  local comm
+  for f in $(grep -lzxF -e "NUMABIND_CLUSTER_DIR=$dir" -e "SLURM_CONF=$conf" \
+               /proc/[0-9]*/environ 2>/dev/null || true); do
+    pid=${f#/proc/}; pid=${pid%/environ}
     [ -n "${keep[$pid]:-}" ] && continue
-    [ -r "/proc/$pid/environ" ] || continue
-    if env_has "$pid" "NUMABIND_CLUSTER_DIR=$dir" && [ "$(cat /proc/$pid/comm 2>/dev/null)" = slurmstepd ]; then
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+    if [ "$comm" = slurmstepd ] && env_has "$pid" "NUMABIND_CLUSTER_DIR=$dir"; then
       victims+=("$pid")
-    elif env_has "$pid" "SLURM_CONF=$conf" && grep -qz '^SLURM_JOB_ID=' "/proc/$pid/environ" 2>/dev/null; then
-      victims+=("$pid")
+    elif env_has "$pid" "SLURM_CONF=$conf"; then
+      if grep -qz '^SLURM_JOB_ID=' "/proc/$pid/environ" 2>/dev/null; then
+        victims+=("$pid")
+      else
+        # client commands of this cluster left hanging (e.g. srun of a killed step)
+        case $comm in srun|salloc|sbatch|sattach) victims+=("$pid") ;; esac
+      fi
     fi
   done
   if [ ${#victims[@]} -gt 0 ]; then
     log "killing leftover job processes: ${victims[*]}"
     kill -KILL "${victims[@]}" 2>/dev/null || true
   fi
-  local pb
-  pb=$(sed -n 's/^PORT_BASE=//p' "$dir/ports" 2>/dev/null || true)
-  if [ -n "$pb" ] && [ "$(cat "/tmp/.numabind-slurm-port.$pb" 2>/dev/null)" = "$dir" ]; then
-    rm -f "/tmp/.numabind-slurm-port.$pb"
-  fi
+  local claim
+  for claim in /tmp/.numabind-slurm-port.*; do
+    [ -f "$claim" ] && [ "$(cat "$claim" 2>/dev/null)" = "$dir" ] && rm -f "$claim"
+  done
   rm -f "$dir/munge/munge.socket.2" "$dir/munge/munge.socket.2.lock"
   return 0
 }

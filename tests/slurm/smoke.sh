@@ -16,6 +16,7 @@ EXTRA=()
 T0=$SECONDS
 D1=$(mktemp -d "${TMPDIR:-/tmp}/nbsmoke1.XXXXXX")
 D2=$(mktemp -d "${TMPDIR:-/tmp}/nbsmoke2.XXXXXX")
+ERRLOG=$(mktemp "${TMPDIR:-/tmp}/nbsmoke-err.XXXXXX")
 cleanup() {
   local rc=$?
   "$CL" stop "$D1" || true
@@ -25,6 +26,7 @@ cleanup() {
   else
     rm -rf "$D1" "$D2"
   fi
+  rm -f "$ERRLOG"
   exit $rc
 }
 trap cleanup EXIT
@@ -38,10 +40,13 @@ check() {  # name expected actual
     echo "FAIL - $1"
     echo "  expected: $(printf '%s' "$2" | tr '\n' '|')"
     echo "  actual:   $(printf '%s' "$3" | tr '\n' '|')"
+    echo "  stderr so far (last 10 lines):"; tail -n 10 "$ERRLOG" | sed 's/^/    /'
     FAILS=$((FAILS + 1))
   fi
 }
-run() { timeout 30 "$@" 2>&1 || echo "[exit $?]"; }
+# stdout is what gets compared; stderr (srun's "queued and waiting" notes, errors) goes to
+# ERRLOG and is shown when a check fails
+run() { timeout 30 "$@" 2>>"$ERRLOG" || echo "[exit $?]"; }
 
 # ---------------------------------------------------------------- 1 node
 "$CL" start "$D1" --nodes 1 ${EXTRA[@]+"${EXTRA[@]}"}

@@ -170,6 +170,10 @@ cat > "$ROOT/init" <<'EOF'
 #   nbvm.hostroot=1   also mount the 9p share "hostroot" (host / read-only) at /host
 #                     and run the payload chrooted there (payload at /tmp/payload)
 #   nbvm.timeout=S    kill the payload after S seconds (default 600)
+#   nbvm.msize=N      9p msize (default 512000; the 6.1 kernel's default 8192 is slow)
+#   nbvm.hostcache=M  9p cache mode of the hostroot share (default loose; the host
+#                     file system must not change during the run)
+#   nbvm.debug=1      print guest uptime at each init step
 export PATH=/bin:/sbin
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
@@ -180,11 +184,15 @@ mount -t tmpfs tmpfs /run
 
 hostroot=0
 ptimeout=600
+msize=512000
+hostcache=loose
 for arg in $(cat /proc/cmdline); do
     case "$arg" in
         nbvm.hostroot=*) hostroot=${arg#*=} ;;
         nbvm.timeout=*) ptimeout=${arg#*=} ;;
         nbvm.debug=*) debug=${arg#*=} ;;
+        nbvm.msize=*) msize=${arg#*=} ;;
+        nbvm.hostcache=*) hostcache=${arg#*=} ;;
     esac
 done
 dbg() { [ "${debug:-0}" = 1 ] && echo "NBVM-DEBUG $(cut -d' ' -f1 /proc/uptime) $*"; }
@@ -214,11 +222,11 @@ while [ $i -lt 200 ]; do
 done
 
 dbg "modules loaded, 9p tags: $tags"
-P9OPTS=trans=virtio,version=9p2000.L,msize=512000
+P9OPTS=trans=virtio,version=9p2000.L,msize=$msize
 mount -t 9p -o $P9OPTS,cache=none payload /payload || { echo "NBVM: cannot mount payload share"; finish 202; }
 
 if [ "$hostroot" = 1 ]; then
-    mount -t 9p -o $P9OPTS,ro,cache=loose hostroot /host || { echo "NBVM: cannot mount hostroot share"; finish 203; }
+    mount -t 9p -o $P9OPTS,ro,cache=$hostcache hostroot /host || { echo "NBVM: cannot mount hostroot share"; finish 203; }
     mount -t proc proc /host/proc
     mount -t sysfs sysfs /host/sys
     mount -t devtmpfs devtmpfs /host/dev 2>/dev/null

@@ -1,0 +1,246 @@
+// PMIx adapter: this process's local rank and the node's local task count from the
+// launcher's PMIx server (srun --mpi=pmix, Open MPI's mpirun/prterun, ...).
+//
+// Connecting as a PMIx client spends the process's PMIx identity: a PMIx/MPI program
+// exec'd afterwards fails in MPI_Init ("getting local rank failed ... Not found"), with
+// or without PMIx_Finalize, in-process or from a forked child. So this is only used
+// when asked for (`--rank-source pmix`), for programs that are not PMIx clients.
+//
+// Never hangs: without PMIX_NAMESPACE and a PMIX_SERVER_URI* variable it fails at once
+// (no connection attempt — PMIx v4 would otherwise start a singleton). The PMIx calls
+// run in a forked child that the parent kills after NUMABIND_PMIX_TIMEOUT seconds
+// (default 10); PMIx_Get also carries PMIX_TIMEOUT.
+#include <fcntl.h>
+#include <poll.h>
+#include <pmix.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "rank_source.hpp"
+
+extern char** environ;
+
+namespace numabind {
+
+namespace {
+
+constexpr int kDefaultTimeoutSeconds = 10;
+
+// What the child sends back through the pipe: fixed size, no pointers.
+struct Reply {
+    int ok = 0;            // 1: rank (and maybe size) valid
+    int rank = -1;
+    int size = 0;          // 0: PMIX_LOCAL_SIZE not available
+    char message[200] = {};  // error, or the namespace/rank on success
+};
+
+bool server_in_environment(std::string& why) {
+    bool have_uri = false;
+    for (char** e = environ; e && *e; ++e) {
+        if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0) have_uri = true;
+    }
+    const bool have_ns = std::getenv("PMIX_NAMESPACE") != nullptr;
+    if (have_uri && have_ns) return true;
+    why = std::string("no PMIx server to ask: ") +
+          (have_ns ? "no PMIX_SERVER_URI* variable" : have_uri ? "PMIX_NAMESPACE is not set" :
+                                                               "PMIX_NAMESPACE and PMIX_SERVER_URI* are not set") +
+          " (not started by a PMIx launcher such as `srun --mpi=pmix` or `mpirun`)";
+    return false;
+}
+
+int timeout_seconds() {
+    const char* v = std::getenv("NUMABIND_PMIX_TIMEOUT");
+    if (!v || !*v) return kDefaultTimeoutSeconds;
+    char* end = nullptr;
+    long t = std::strtol(v, &end, 10);
+    if (*end != '\0' || t < 1 || t > 3600) return kDefaultTimeoutSeconds;
+    return static_cast<int>(t);
+}
+
+bool value_to_int(const pmix_value_t* v, long long& out) {
+    switch (v->type) {
+        case PMIX_UINT16: out = v->data.uint16; return true;
+        case PMIX_UINT32: out = v->data.uint32; return true;
+        case PMIX_UINT64: out = static_cast<long long>(v->data.uint64); return true;
+        case PMIX_UINT8: out = v->data.uint8; return true;
+        case PMIX_INT: out = v->data.integer; return true;
+        case PMIX_INT16: out = v->data.int16; return true;
+        case PMIX_INT32: out = v->data.int32; return true;
+        case PMIX_INT64: out = v->data.int64; return true;
+        case PMIX_UINT: out = v->data.uint; return true;
+        case PMIX_SIZE: out = static_cast<long long>(v->data.size); return true;
+        case PMIX_PROC_RANK: out = v->data.rank; return true;
+        default: return false;
+    }
+}
+
+void set_message(Reply& r, const std::string& m) {
+    std::snprintf(r.message, sizeof r.message, "%s", m.c_str());
+}
+
+// One PMIx_Get of an integer; false with `err` set on failure.
+bool get_int(const pmix_proc_t* proc, const char* key, int timeout, long long& out, std::string& err) {
+    pmix_info_t info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    pmix_value_t* val = nullptr;
+    pmix_status_t rc = PMIx_Get(proc, key, &info, 1, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    if (rc != PMIX_SUCCESS || !val) {
+        err = std::string("PMIx_Get(") + key + ") failed: " + PMIx_Error_string(rc);
+        return false;
+    }
+    bool ok = value_to_int(val, out);
+    if (!ok) err = std::string("PMIx_Get(") + key + ") returned a non-integer value (type " +
+                   std::to_string(static_cast<int>(val->type)) + ")";
+    PMIX_VALUE_RELEASE(val);
+    return ok;
+}
+
+// Runs in the forked child: the whole PMIx conversation.
+Reply query_server(int timeout) {
+    Reply r;
+    alarm(static_cast<unsigned>(timeout) + 1);  // backstop; the parent kills us at `timeout` anyway
+    pmix_proc_t me;
+    PMIX_PROC_CONSTRUCT(&me);
+    pmix_status_t rc = PMIx_Init(&me, nullptr, 0);
+    if (rc != PMIX_SUCCESS) {
+        set_message(r, std::string("PMIx_Init failed: ") + PMIx_Error_string(rc));
+        return r;
+    }
+    std::string err;
+    long long rank = -1, size = 0;
+    // PMIX_LOCAL_RANK is per process: ask with our own proc (the wildcard gives NOT-FOUND).
+    if (!get_int(&me, PMIX_LOCAL_RANK, timeout, rank, err) || rank < 0 || rank > 1000000) {
+        set_message(r, err.empty() ? "PMIX_LOCAL_RANK out of range: " + std::to_string(rank) : err);
+    } else {
+        // PMIX_LOCAL_SIZE is job-level: ask with the wildcard rank of our namespace.
+        pmix_proc_t job;
+        PMIX_PROC_CONSTRUCT(&job);
+        PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
+        if (!get_int(&job, PMIX_LOCAL_SIZE, timeout, size, err) || size < 1 || size > 1000000) size = 0;
+        r.ok = 1;
+        r.rank = static_cast<int>(rank);
+        r.size = static_cast<int>(size);
+        set_message(r, std::string(me.nspace) + " rank " + std::to_string(me.rank));
+    }
+    // Always finalize: a launcher (ORTE) treats a client that connected and vanished
+    // without finalizing as an abnormal termination of the rank.
+    PMIx_Finalize(nullptr, 0);
+    return r;
+}
+
+bool write_all(int fd, const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return false;
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+long long now_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<long long>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+bool pmix_available() { return true; }
+
+std::optional<LocalRank> pmix_local_rank(std::string& error) {
+    std::string why;
+    if (!server_in_environment(why)) {
+        error = why;
+        return std::nullopt;
+    }
+    const int timeout = timeout_seconds();
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        error = std::string("pipe: ") + std::strerror(errno);
+        return std::nullopt;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        error = std::string("fork: ") + std::strerror(errno);
+        close(fds[0]);
+        close(fds[1]);
+        return std::nullopt;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        signal(SIGALRM, SIG_DFL);
+        Reply r = query_server(timeout);
+        _exit(write_all(fds[1], &r, sizeof r) ? 0 : 1);
+    }
+    close(fds[1]);
+
+    Reply r;
+    size_t got = 0;
+    bool timed_out = false;
+    const long long deadline = now_ms() + static_cast<long long>(timeout) * 1000;
+    while (got < sizeof r) {
+        long long left = deadline - now_ms();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd p{fds[0], POLLIN, 0};
+        int n = poll(&p, 1, static_cast<int>(left));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        if (n == 0) {
+            timed_out = true;
+            break;
+        }
+        ssize_t rd = read(fds[0], reinterpret_cast<char*>(&r) + got, sizeof r - got);
+        if (rd < 0 && errno == EINTR) continue;
+        if (rd <= 0) break;  // EOF: the child died before answering
+        got += static_cast<size_t>(rd);
+    }
+    close(fds[0]);
+    if (got < sizeof r) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) {
+        error = "the PMIx server (" + std::string(std::getenv("PMIX_NAMESPACE")) + ") did not answer within " +
+                std::to_string(timeout) + " s (NUMABIND_PMIX_TIMEOUT)";
+        return std::nullopt;
+    }
+    if (got < sizeof r) {
+        error = "the PMIx query process died" +
+                (WIFSIGNALED(status) ? " (signal " + std::to_string(WTERMSIG(status)) + ")" : std::string()) +
+                " before answering";
+        return std::nullopt;
+    }
+    r.message[sizeof r.message - 1] = '\0';
+    if (!r.ok) {
+        error = r.message;
+        return std::nullopt;
+    }
+    LocalRank lr;
+    lr.rank = r.rank;
+    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ")";
+    if (r.size > 0) {
+        lr.size = r.size;
+        lr.size_source = "PMIx PMIX_LOCAL_SIZE";
+    }
+    return lr;
+}
+
+}  // namespace numabind

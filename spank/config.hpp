@@ -1,0 +1,49 @@
+// numabind SPANK plugin: option and plugstack.conf parsing (pure, no Slurm calls).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "numabind/plan.hpp"
+
+namespace numabind::spank {
+
+// Name of the option, as the user types it (--numa-binding).
+inline constexpr const char* kOptionName = "numa-binding";
+// What sbatch/salloc leave in the environment of the job for srun to pick up.
+inline constexpr const char* kOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_numabind_numa_binding";
+// One line that lists every accepted form of the option value.
+std::string option_help();
+
+// --numa-binding=<mode>[,verbose][,mem=<policy>]
+struct UserChoice {
+    Mode mode = Mode::None;
+    std::optional<MemPolicy> mem;  // unset: site default
+    bool verbose = false;
+};
+// Throws UsageError with one line naming the bad item and the valid choices.
+UserChoice parse_option_value(std::string_view value);
+
+enum class Fallback { Warn, Fail };
+
+// plugstack.conf arguments.
+struct SiteConfig {
+    Mode default_mode = Mode::None;
+    MemPolicy mem = MemPolicy::Prefer;
+    Fallback fallback = Fallback::Warn;
+    bool verbose = false;
+    std::string devices;         // DeviceMatcher spec; empty: built-in table
+    std::string topology;        // hwloc XML path template (%n node name, %h host name, %% percent)
+    bool respect_cpu_bind = true;
+    bool batch_step = false;
+};
+// Strict: an unknown key, a repeated key or a bad value throws UsageError naming it.
+SiteConfig parse_site_config(const std::vector<std::string>& args);
+
+// Expands %n (Slurm node name), %h (short host name) and %% in a topology path.
+// Throws UsageError on any other % sequence.
+std::string expand_path(std::string_view pattern, std::string_view node, std::string_view host);
+
+}  // namespace numabind::spank
