@@ -132,7 +132,8 @@ TaskPlan plan_and_bind(spank_t sp, State& st, int rank, int ntasks, bool batch) 
         req.per_task_devices.resize(ntasks);
         req.per_task_devices[rank] = own.indexes;
     }
-    req.allowed_cpus = topo.allowed_cpus();
+    req.allowed_cpus = topo.allowed_cpus();  // the step's cpuset, not Slurm's per-task affinity
+    req.allowed_mems = topo.allowed_mems();
 
     NodePlan plan = plan_node(topo.model(), accs, req);
     TaskPlan task = plan.tasks.at(rank);

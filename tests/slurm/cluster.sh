@@ -13,7 +13,8 @@
 #   DIR/env.sh          source it: exports SLURM_CONF (+ NUMABIND_CLUSTER_DIR, ports, ...)
 #   DIR/munge/          munge.key, munge.socket.2 (dir 0755), seed
 #   DIR/log/            slurmctld.log slurmd.<node>.log munged.log *.out (daemon stdio)
-#   DIR/run/            pid files: munged.pid slurmctld.pid slurmd.<node>.pid
+#   DIR/run/            pid files: munged.pid slurmctld.pid slurmd.<node>.pid (ours; the
+#                       daemons' own are *.slurm-pid and munged.pid.munge)
 #   DIR/state/          StateSaveLocation;  DIR/spool/<node>/  SlurmdSpoolDir
 #   DIR/tmp/<node>/     TmpFS (1777);  DIR/dev/<node>/nvidia0..N-1  fake GPUs (mknod c 195 minor)
 #   DIR/ports           "PORT_BASE=..." ; SlurmctldPort=P, node n1 Port=P+1, n2 Port=P+2
@@ -67,6 +68,13 @@ pid_is_ours() {  # DIR PID : is PID alive and started with DIR in its command li
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
   [ -r "/proc/$pid/cmdline" ] || return 1
   grep -qzF -- "$dir/" "/proc/$pid/cmdline" 2>/dev/null || return 1
+}
+
+pid_alive() {  # PID : exists and is not a zombie (used right after we started it)
+  [[ "${1:-}" =~ ^[0-9]+$ ]] || return 1
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
 env_has() {  # PID needle : does /proc/PID/environ contain the exact entry?
@@ -213,8 +221,9 @@ cmd_start() {
     echo "AuthInfo=socket=$msock"
     echo "StateSaveLocation=$dir/state"
     echo "SlurmdSpoolDir=$dir/spool/%n"
-    echo "SlurmctldPidFile=$dir/run/slurmctld.pid"
-    echo "SlurmdPidFile=$dir/run/slurmd.%n.pid"
+    # Slurm's own pid files; ours (written from $!) are run/slurmctld.pid, run/slurmd.NODE.pid
+    echo "SlurmctldPidFile=$dir/run/slurmctld.slurm-pid"
+    echo "SlurmdPidFile=$dir/run/slurmd.%n.slurm-pid"
     echo "SlurmctldLogFile=$dir/log/slurmctld.log"
     echo "SlurmdLogFile=$dir/log/slurmd.%n.log"
     echo "SlurmctldDebug=$debug"
@@ -314,7 +323,7 @@ EOF
   local deadline=$((SECONDS + ${NUMABIND_CLUSTER_TIMEOUT:-30})) states="" ok=0 p
   while [ $SECONDS -lt $deadline ]; do
     for p in "$dir"/run/munged.pid "$dir"/run/slurmctld.pid "$dir"/run/slurmd.n?.pid; do
-      pid_is_ours "$dir" "$(cat "$p")" || { log "daemon of $p died"; ok=2; break 2; }
+      pid_alive "$(cat "$p")" || { log "daemon of $p died"; ok=2; break 2; }
     done
     states=$(sinfo -h -N -o '%N %t' 2>/dev/null || true)
     if [ "$(grep -c ' idle$' <<<"$states")" -eq "$nodes" ]; then ok=1; break; fi
