@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: install what is needed (Debian 12, root), build, run every test tier.
+#   scripts/test.sh                 all tiers (unit, cli, slurm, mpi, vm)
+#   NUMABIND_TEST_LABELS=unit|cli   only the labelled ctest tiers (a ctest -L regex)
+#   NUMABIND_BUILD_DIR=DIR          build directory (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+.ci/install-deps.sh
+BUILD=${NUMABIND_BUILD_DIR:-build}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$BUILD" -j"$(nproc)"
+args=(--test-dir "$BUILD" --output-on-failure --timeout 900)
+[ -n "${NUMABIND_TEST_LABELS:-}" ] && args+=(-L "$NUMABIND_TEST_LABELS")
+start=$(date +%s)
+ctest "${args[@]}"
+echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"

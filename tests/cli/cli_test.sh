@@ -1,0 +1,134 @@
+#!/bin/bash
+# End-to-end tests of the numabind command on this machine (real affinity and
+# memory policy, read back from /proc) and on recorded topologies.
+# Usage: cli_test.sh NUMABIND_BINARY DATA_DIR GEN_TOPOLOGY_PY
+set -u
+NB=$1
+DATA=$2
+GEN=$3
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
+check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+
+# Runs numabind, keeping stdout, stderr and the exit status.
+nb() { "$NB" "$@" >"$WORK/out" 2>"$WORK/err"; echo $? >"$WORK/rc"; }
+rc() { cat "$WORK/rc"; }
+one_line_error() { [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q -- "$1" "$WORK/err"; }
+
+# ---- bad input: one line naming the value and the choices, exit 2 ----
+nb run --mode cores -- true
+check "bad --mode exits 2 naming value and choices" '[ $(rc) = 2 ] && one_line_error "cores" && grep -q "node, socket, exclusive, core-complex" "$WORK/err"'
+nb run --mem local -- true
+check "bad --mem exits 2 naming choices" '[ $(rc) = 2 ] && one_line_error "local" && grep -q "prefer, bind, interleave, none" "$WORK/err"'
+nb run --fallback maybe -- true
+check "bad --fallback exits 2" '[ $(rc) = 2 ] && one_line_error "maybe"'
+nb run --frobnicate -- true
+check "unknown flag exits 2" '[ $(rc) = 2 ] && one_line_error "frobnicate"'
+nb plan --mode node --ntasks x
+check "bad --ntasks exits 2" '[ $(rc) = 2 ] && one_line_error "x"'
+nb plan --mode node
+check "missing --ntasks exits 2" '[ $(rc) = 2 ] && one_line_error "ntasks"'
+nb topo --device-match zz
+check "bad --device-match exits 2" '[ $(rc) = 2 ] && one_line_error "zz" && grep -q "VVVV" "$WORK/err"'
+nb plan --mode node --ntasks 1 --allowed-cpus 0-x --topology "$DATA/psmgmt_topo.jwb0001.xml"
+check "bad --allowed-cpus exits 2" '[ $(rc) = 2 ] && one_line_error "0-x"'
+nb topo --topology "$WORK/missing.xml"
+check "missing topology file: one-line error, exit 1" '[ $(rc) = 1 ] && one_line_error "missing.xml"'
+echo "not xml" >"$WORK/bad.xml"
+nb topo --topology "$WORK/bad.xml"
+check "garbage topology file: one-line error, exit 1" '[ $(rc) = 1 ] && one_line_error "bad.xml"'
+nb run -- true
+check "run without rank source or accelerator fails clearly" '[ $(rc) = 1 ] && grep -q "local rank\|accelerator" "$WORK/err"'
+nb run --mode node
+check "run without program exits 2" '[ $(rc) = 2 ] && one_line_error "PROGRAM"'
+
+# ---- no accelerator on this machine: a message, not a crash ----
+nb topo
+check "topo without accelerators says so, exit 0" '[ $(rc) = 0 ] && grep -q "no accelerator found" "$WORK/out"'
+nb plan --mode exclusive --ntasks 2
+check "plan without accelerators: clear error" '[ $(rc) = 1 ] && one_line_error "no accelerator"'
+nb run --local-rank 0 --ntasks 1 --mode node -- true
+check "run without accelerators fails (fallback fail)" '[ $(rc) = 1 ] && grep -q "no accelerator" "$WORK/err"'
+nb run --local-rank 0 --ntasks 1 --mode node --fallback warn -- sh -c 'echo ran; echo "mode=$NUMABIND_MODE"'
+check "run --fallback warn runs the program unbound" '[ $(rc) = 0 ] && grep -q "^ran" "$WORK/out" && grep -q "mode=none" "$WORK/out" && grep -q "running unbound" "$WORK/err"'
+
+# ---- plan --json shape on a recorded server ----
+nb plan --topology "$DATA/psmgmt_topo.jwb0001.xml" --mode exclusive --ntasks 8 --json
+check "plan --json has exactly the documented shape" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert list(d) == ["mode", "tasks", "warnings"], list(d)
+assert d["mode"] == "exclusive"
+assert len(d["tasks"]) == 8
+for r, t in enumerate(d["tasks"]):
+    assert list(t) == ["local_rank", "device", "cpus", "mems", "mem_policy", "warnings"], list(t)
+    assert t["local_rank"] == r
+    assert set(t["device"]) == {"index", "pci"} and len(t["device"]["pci"]) == 12
+    assert t["cpus"] == sorted(t["cpus"]) and t["mem_policy"] == "prefer"
+# INDEX: 0000:44:00.0 is on NUMA 1 and is the second GPU in PCI order
+assert d["tasks"][1]["device"] == {"index": 1, "pci": "0000:44:00.0"} and d["tasks"][1]["mems"] == [1]
+PY'
+nb topo --topology "$DATA/flux-core_tuo.TPX.xml" --json
+check "topo --json lists 12 MI300A partitions on 4 nodes" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))["accelerators"]
+assert len(d) == 12, len(d)
+assert [a["home_nodes"] for a in d] == [[n] for n in range(4) for _ in range(3)]
+assert all(a["partition"]["count"] == 3 for a in d)
+PY'
+nb plan --topology "$DATA/hwloc_nvidiaDGX2.xml" --mode exclusive --ntasks 16
+check "more tasks than PUs: one-line error" '[ $(rc) = 1 ] && one_line_error "PU"'
+
+# ---- real binding on this machine, with an XML of it plus two fake GPUs ----
+python3 "$GEN" -o "$WORK/this.xml" --gpu package:0 --gpu package:0 >/dev/null 2>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "gen_topology"; }
+NCORES=$(hwloc-calc -N core all)
+for r in 0 1; do
+  expect=$(hwloc-calc --po -I pu core:$((r % NCORES)) | tr , '\n' | sort -n | paste -sd,)
+  nb run --topology "$WORK/this.xml" --mode exclusive --ntasks 2 --local-rank $r --mem bind -- \
+     sh -c 'grep Cpus_allowed_list /proc/self/status; grep -c " bind:0 " /proc/self/numa_maps; echo "dev=$NUMABIND_DEVICE cpus=$NUMABIND_CPUS mems=$NUMABIND_MEMS"'
+  got=$(awk '/Cpus_allowed_list/{print $2}' "$WORK/out")
+  got_sorted=$(echo "$got" | python3 -c 'import sys
+s=sys.stdin.read().strip(); out=[]
+for p in s.split(","):
+    a,_,b=p.partition("-"); out+=range(int(a), int(b or a)+1)
+print(",".join(map(str,sorted(out))))')
+  if [ "$NCORES" -ge 2 ]; then
+    check "run exclusive rank $r: kernel affinity = core $r ($expect)" '[ $(rc) = 0 ] && [ "$got_sorted" = "$expect" ]'
+  fi
+  check "run rank $r: mem=bind visible in numa_maps, env exported" '[ "$(sed -n 2p "$WORK/out")" -gt 0 ] && grep -q "dev=$r .*mems=0" "$WORK/out"'
+done
+nb run --topology "$WORK/this.xml" --mode node --local-rank 1 --ntasks 2 --mem interleave -v -- "$NB" show --json --topology "$WORK/this.xml"
+check "show inside run reports the binding and the device" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"]["index"] == 1 and d["device"]["source"] == "NUMABIND_DEVICE", d["device"]
+assert d["mem_policy"] == "interleave" and d["mem_nodes"] == [0], d
+assert d["warnings"] == [], d["warnings"]
+PY'
+check "run --verbose names the sources" 'grep -q "local rank 1 from --local-rank" "$WORK/err" && grep -q "topology: $WORK/this.xml" "$WORK/err"'
+SLURM_LOCALID=1 SLURM_STEP_TASKS_PER_NODE=2 nb run --topology "$WORK/this.xml" --mode exclusive -v -- true
+check "local rank and count from SLURM_LOCALID/SLURM_STEP_TASKS_PER_NODE" '[ $(rc) = 0 ] && grep -q "local rank 1 from SLURM_LOCALID, local tasks 2 from SLURM_STEP_TASKS_PER_NODE" "$WORK/err"'
+CUDA_VISIBLE_DEVICES=1 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 nb run --topology "$WORK/this.xml" --mode node -- sh -c 'echo "dev=$NUMABIND_DEVICE"'
+check "CUDA_VISIBLE_DEVICES picks the device" '[ $(rc) = 0 ] && grep -q "dev=1" "$WORK/out"'
+CUDA_VISIBLE_DEVICES=5 nb run --topology "$WORK/this.xml" --local-rank 0 -- true
+check "out-of-range CUDA_VISIBLE_DEVICES: exit 2 naming it" '[ $(rc) = 2 ] && one_line_error "CUDA_VISIBLE_DEVICES"'
+nb run --topology "$WORK/this.xml" --mode exclusive --ntasks 3 --local-rank 0 -- true
+if [ "$(hwloc-calc -N pu all)" -lt 3 ]; then
+  check "impossible exclusive split fails with fallback=fail" '[ $(rc) = 1 ] && grep -q "exclusive binding impossible" "$WORK/err"'
+  nb run --topology "$WORK/this.xml" --mode exclusive --ntasks 3 --local-rank 0 --fallback warn -- sh -c 'echo ran'
+  check "impossible split runs unbound with fallback=warn" '[ $(rc) = 0 ] && grep -q ran "$WORK/out" && grep -q "running unbound" "$WORK/err"'
+fi
+# show outside numabind: placement of a launcher-pinned process, with a mismatch warning
+# when the process sits on CPUs its GPU is not local to (a split-NUMA XML makes one here).
+if [ "$NCORES" -ge 2 ]; then
+  python3 "$GEN" -o "$WORK/split.xml" --split-numa 2 --gpu numa:1 >/dev/null 2>&1
+  first=$(hwloc-calc --po -I pu core:0)
+  CUDA_VISIBLE_DEVICES=0 nb run --topology "$WORK/split.xml" --mode none --local-rank 0 -- taskset -c "$first" "$NB" show --topology "$WORK/split.xml"
+  check "show warns when CPUs and device NUMA node differ" '[ $(rc) = 0 ] && grep -q "warning: CPUs .* include NUMA node 0 but device 0" "$WORK/out"'
+fi
+
+echo "$failures failure(s)"
+[ "$failures" -eq 0 ]
