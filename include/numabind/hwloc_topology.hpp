@@ -13,6 +13,7 @@ namespace numabind {
 struct LoadOptions {
     std::string xml_path;       // empty: discover the live machine
     bool this_system = true;    // an XML describing the machine we run on
+    std::string xml_buffer;     // XML text to load instead of a file (tests, fuzzing, caches)
 };
 
 class HwlocTopology {

@@ -153,12 +153,19 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
     // PCI devices are filtered out by default, from the live machine and from XML alike.
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     unsigned long flags = HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED;
-    if (!options.xml_path.empty()) {
+    if (!options.xml_buffer.empty()) {
+        if (options.xml_buffer.size() > (1u << 30) ||
+            hwloc_topology_set_xmlbuffer(t, options.xml_buffer.data(), static_cast<int>(options.xml_buffer.size())) != 0)
+            throw Error("cannot load the topology XML buffer with hwloc");
+        this_system_ = options.this_system;
+        source_ = "xml buffer";
+        if (this_system_) flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+    } else if (!options.xml_path.empty()) {
         struct stat st;
-        if (stat(options.xml_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-            throw Error("cannot read topology file '" + options.xml_path + "': " +
-                        (errno ? std::strerror(errno) : "not a regular file"));
-        }
+        if (stat(options.xml_path.c_str(), &st) != 0)
+            throw Error("cannot read topology file '" + options.xml_path + "': " + std::strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            throw Error("cannot read topology file '" + options.xml_path + "': not a regular file");
         if (hwloc_topology_set_xml(t, options.xml_path.c_str()) != 0)
             throw Error("cannot load topology file '" + options.xml_path + "' with hwloc");
         this_system_ = options.this_system;
@@ -172,7 +179,7 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
     hwloc_topology_set_flags(t, flags);
     if (hwloc_topology_load(t) != 0) {
         throw Error("hwloc could not load the topology" +
-                    (options.xml_path.empty() ? std::string() : " from '" + options.xml_path + "'") +
+                    (source_ == "live" ? std::string() : " from '" + source_ + "'") +
                     " (not a valid hwloc XML?)");
     }
     if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU) <= 0)
