@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "numabind/idset.hpp"
 #include "numabind/topology.hpp"
@@ -11,6 +12,13 @@
 namespace numabind {
 
 struct LoadOptions {
+    LoadOptions(std::string path = {}, bool is_this_system = true)
+        : xml_path(std::move(path)), this_system(is_this_system) {}
+    static LoadOptions from_buffer(std::string xml, bool is_this_system = false) {
+        LoadOptions o({}, is_this_system);
+        o.xml_buffer = std::move(xml);
+        return o;
+    }
     std::string xml_path;       // empty: discover the live machine
     bool this_system = true;    // an XML describing the machine we run on
     std::string xml_buffer;     // XML text to load instead of a file (tests, fuzzing, caches)

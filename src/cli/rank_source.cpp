@@ -14,29 +14,31 @@ namespace {
 // torchrun, and their ranks inherit the outer step's SLURM_LOCALID (always 0 with one
 // orted per node) and SLURM_STEP_TASKS_PER_NODE. The inner launcher's variables describe
 // this process, so they win; Slurm, which never runs below another launcher, comes last.
-// torchrun's LOCAL_RANK (with TORCHELASTIC_RUN_ID) beats an enclosing mpirun's variables;
-// a bare LOCAL_RANK (no TORCHELASTIC_RUN_ID) only beats SLURM_LOCALID.
+// torchrun's LOCAL_RANK (marked by TORCHELASTIC_RUN_ID or GROUP_RANK, which its elastic
+// agent sets) beats an enclosing mpirun's variables; a bare LOCAL_RANK only beats SLURM_LOCALID.
 struct Group {
     std::vector<const char*> names;    // variables this group may read
-    const char* requires_var;          // only when this variable is also set
+    std::vector<const char*> markers;  // non-empty: only when one of these is also set
 };
 
 const std::vector<Group>& launcher_groups() {
     static const std::vector<Group> groups = {
-        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, "TORCHELASTIC_RUN_ID"},
-        {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, nullptr},
-        {{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, nullptr},
-        {{"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"}, nullptr},
-        {{"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"}, nullptr},
-        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, nullptr},
-        {{"SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID"}, nullptr},
+        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, {"TORCHELASTIC_RUN_ID", "GROUP_RANK"}},
+        {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, {}},
+        {{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, {}},
+        {{"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"}, {}},
+        {{"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"}, {}},
+        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, {}},
+        {{"SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID"}, {}},
     };
     return groups;
 }
 
 std::optional<LocalRank> innermost_launcher_rank(const EnvLookup& env) {
     for (const Group& g : launcher_groups()) {
-        if (g.requires_var && !env(g.requires_var)) continue;
+        if (!g.markers.empty() &&
+            std::none_of(g.markers.begin(), g.markers.end(), [&env](const char* m) { return env(m).has_value(); }))
+            continue;
         EnvLookup only = [&env, &g](const std::string& name) -> std::optional<std::string> {
             if (std::find(g.names.begin(), g.names.end(), name) == g.names.end()) return std::nullopt;
             return env(name);
