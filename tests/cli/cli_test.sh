@@ -100,6 +100,15 @@ print(",".join(map(str,sorted(out))))')
   fi
   check "run rank $r: mem=bind visible in numa_maps, env exported" '[ "$(sed -n 2p "$WORK/out")" -gt 0 ] && grep -q "dev=$r .*mems=0" "$WORK/out"'
 done
+if [ "$NCORES" -ge 2 ]; then
+  # A launcher's default pinning (mpirun --bind-to core, Slurm task/affinity) is replaced:
+  # the allowed set is the cpuset, not the current affinity.
+  first=$(hwloc-calc --po -I pu core:0)
+  expect=$(hwloc-calc --po -I pu core:1)
+  taskset -c "$first" "$NB" run --topology "$WORK/this.xml" --mode exclusive --ntasks 2 --local-rank 1 -- \
+     grep Cpus_allowed_list /proc/self/status >"$WORK/out" 2>"$WORK/err"
+  check "launcher pinning is replaced, not intersected" 'grep -q "Cpus_allowed_list:[[:space:]]*$expect\$" "$WORK/out"'
+fi
 nb run --topology "$WORK/this.xml" --mode node --local-rank 1 --ntasks 2 --mem interleave -v -- "$NB" show --json --topology "$WORK/this.xml"
 check "show inside run reports the binding and the device" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
 import json, sys
