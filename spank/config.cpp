@@ -50,7 +50,7 @@ UserChoice parse_option_value(std::string_view value) {
         c.mode = parse_mode(items[0]);
     } catch (const UsageError&) {
         throw UsageError("invalid --numa-binding mode '" + std::string(items[0]) + "' in '" + shown +
-                         "' (valid modes: " + kModeChoices + "; flags: verbose, mem=<" + kMemPolicyChoices + ">)");
+                         "' (valid modes: " + kModeChoices + "; flags: verbose, mem=prefer|bind|interleave|none)");
     }
     bool seen_verbose = false;
     for (size_t i = 1; i < items.size(); ++i) {
@@ -66,7 +66,7 @@ UserChoice parse_option_value(std::string_view value) {
             }
         } else {
             throw UsageError("invalid --numa-binding flag '" + std::string(item) + "' in '" + shown +
-                             "' (valid flags, each at most once: verbose, mem=<" + kMemPolicyChoices + ">)");
+                             "' (valid flags, each at most once: verbose, mem=prefer|bind|interleave|none)");
         }
     }
     return c;

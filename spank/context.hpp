@@ -40,6 +40,10 @@ struct State {
     bool verbose = false;
     std::string node_name;
     std::string prepare_error;       // raised in task_init: Slurm does not report earlier failures to srun
+    // The step's GPUs on this node as slurmstepd set them before forking (each task's
+    // own SLURM_STEP_GPUS is later narrowed to its GPUs under --gpus-per-task).
+    std::optional<std::string> step_gpus;
+    double prepare_us = 0;           // topology load time, for the verbose line
     std::unique_ptr<HwlocTopology> topo;
     std::vector<Accelerator> accelerators;
 };
@@ -54,7 +58,7 @@ void task_stderr(const std::string& msg);
 // Hooks by context.
 int local_init(spank_t sp);                  // srun, sbatch, salloc: register the option
 int local_init_post_opt(spank_t sp);         // srun, sbatch, salloc: validate the inherited value
-int option_callback(int val, const char* optarg, int remote);
+int option_callback(int val, const char* optarg, int remote) noexcept;
 int stepd_prepare(spank_t sp);               // slurmstepd, before the tasks fork
 int stepd_task_init(spank_t sp);             // the task, as the user, right before execve
 void stepd_exit();

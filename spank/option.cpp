@@ -18,22 +18,29 @@ struct spank_option numa_binding_option = {opt_name, opt_arginfo, opt_usage, 1, 
 
 }  // namespace
 
-int option_callback(int /*val*/, const char* optarg, int remote) {
-    State& st = state();
-    const std::string value = optarg ? optarg : "";
+// Called by Slurm directly (srun/sbatch/salloc once, slurmstepd twice): idempotent,
+// and nothing may escape it.
+int option_callback(int /*val*/, const char* optarg, int remote) noexcept {
     try {
-        st.choice = parse_option_value(value);
-        st.option_given = true;
-        st.option_error.clear();
-        return 0;
-    } catch (const UsageError& e) {
-        st.option_given = false;
-        if (remote) {
-            // srun validated it already; a bad value here came around srun. Fail the tasks.
-            st.option_error = e.what();
+        State& st = state();
+        const std::string value = optarg ? optarg : "";
+        try {
+            st.choice = parse_option_value(value);
+            st.option_given = true;
+            st.option_error.clear();
             return 0;
+        } catch (const UsageError& e) {
+            st.option_given = false;
+            if (remote) {
+                // srun validated it already; a bad value here came around srun. Fail the tasks.
+                st.option_error = e.what();
+                return 0;
+            }
+            log_error(e.what());
+            return -1;
         }
-        log_error(e.what());
+    } catch (...) {
+        slurm_error("numabind: --numa-binding: internal error");
         return -1;
     }
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -102,8 +103,10 @@ TaskPlan plan_and_bind(spank_t sp, State& st, int rank, int ntasks, bool batch) 
     // The step's GPUs on this node (Slurm's gres index = physical accelerator index),
     // and this task's own list from its runtime variable.
     const char* step_var = batch ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS";
+    std::optional<std::string> step_value = st.step_gpus;
+    if (!step_value) step_value = job_getenv(sp, step_var);
     std::vector<int> step_gpus;
-    if (auto s = job_getenv(sp, step_var); s && !s->empty()) step_gpus = parse_gpu_list(*s, step_var, count);
+    if (step_value && !step_value->empty()) step_gpus = parse_gpu_list(*step_value, step_var, count);
 
     EnvLookup env = [sp](const std::string& name) { return job_getenv(sp, name); };
     UuidResolver nvml;  // dlopen NVML only when a UUID needs resolving
@@ -132,8 +135,10 @@ TaskPlan plan_and_bind(spank_t sp, State& st, int rank, int ntasks, bool batch) 
         req.per_task_devices.resize(ntasks);
         req.per_task_devices[rank] = own.indexes;
     }
-    req.allowed_cpus = topo.allowed_cpus();  // the step's cpuset, not Slurm's per-task affinity
-    req.allowed_mems = topo.allowed_mems();
+    // The step's cpuset and nodeset (one read), not Slurm's per-task affinity.
+    HwlocTopology::Allowed allowed = topo.allowed();
+    req.allowed_cpus = std::move(allowed.cpus);
+    req.allowed_mems = std::move(allowed.mems);
 
     NodePlan plan = plan_node(topo.model(), accs, req);
     TaskPlan task = plan.tasks.at(rank);
@@ -152,6 +157,7 @@ int stepd_prepare(spank_t sp) {
     State& st = state();
     st.active = false;
     st.explicit_none = false;
+    st.step_gpus.reset();
     st.skipped_reason.clear();
     st.prepare_error.clear();
 
@@ -182,6 +188,8 @@ int stepd_prepare(spank_t sp) {
         }
     }
     st.active = true;
+    st.step_gpus = job_getenv(sp, stepid == kBatchStep ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
+    const auto t0 = std::chrono::steady_clock::now();
     try {
         LoadOptions lo;
         if (!st.site.topology.empty()) lo.xml_path = expand_path(st.site.topology, st.node_name, short_hostname());
@@ -193,6 +201,7 @@ int stepd_prepare(spank_t sp) {
         st.topo.reset();
         st.prepare_error = e.what();
     }
+    st.prepare_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     return 0;
 }
 
@@ -215,6 +224,7 @@ int stepd_task_init(spank_t sp) {
     spank_get_item(sp, S_JOB_STEPID, &stepid);
     const std::string who = task_label(st, global, rank);
 
+    const auto t0 = std::chrono::steady_clock::now();
     SavedAffinity saved;
     std::string failure;
     try {
@@ -233,6 +243,9 @@ int stepd_task_init(spank_t sp) {
             line += ", cpus " + task.cpus.to_string() + ", mems " + (task.mems.empty() ? "-" : join(task.mems)) +
                     " (" + to_string(task.mem) + ")";
             for (const std::string& w : task.warnings) line += "; warning: " + w;
+            const double task_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+            line += "; took " + std::to_string(static_cast<long>(task_us)) + " us (step setup " +
+                    std::to_string(static_cast<long>(st.prepare_us)) + " us)";
             task_stderr(line);
         }
         return 0;

@@ -19,7 +19,8 @@ struct ApplyResult {
     std::vector<std::string> warnings;
 };
 
-// Binds the calling thread (and everything it later creates or execs).
+// Binds the calling thread (and everything it later creates or execs). When it fails
+// (!ok) the thread's previous CPU affinity and memory policy are restored.
 ApplyResult apply_binding(const TaskPlan& task);
 
 // Sets NUMABIND_MODE, NUMABIND_CPUS, NUMABIND_MEMS, NUMABIND_DEVICE, NUMABIND_DEVICE_PCI

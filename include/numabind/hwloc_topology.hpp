@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "numabind/idset.hpp"
 #include "numabind/topology.hpp"
@@ -39,8 +40,22 @@ public:
     // The CPUs and memory nodes this process may use, from the OS's cpuset/cgroup
     // (not the current affinity, which a launcher may have narrowed). Reread on
     // each call, so a forked task sees its own cgroup. For a foreign XML: everything.
+    // Never empty: throws Error when the topology shares no CPU (no memory node) with
+    // what this process may use, since an empty set means "all" to the planner.
     IdSet allowed_cpus() const;
     IdSet allowed_mems() const;
+    // Both at once: one read of the OS restrictions (the task hook's hot path).
+    struct Allowed {
+        IdSet cpus;
+        IdSet mems;
+    };
+    Allowed allowed() const;
+
+    // hwloc XML (v2) of this topology, with extra name=value info attributes on the
+    // root object (used by the per-boot cache, see topology_cache.hpp). Throws Error.
+    std::string export_xml(const std::vector<std::pair<std::string, std::string>>& root_infos = {}) const;
+    // An info attribute of the root object ("" when absent).
+    std::string root_info(const std::string& name) const;
 
 private:
     struct Impl;

@@ -15,8 +15,9 @@ struct LocalRank {
     std::string size_source;
 };
 
-// From the launchers' variables, in this order: SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK,
-// MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK, PALS_LOCAL_RANKID, LOCAL_RANK.
+// From the launchers' variables, innermost launcher first: torchrun's LOCAL_RANK (with
+// TORCHELASTIC_RUN_ID), OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK,
+// PALS_LOCAL_RANKID, LOCAL_RANK, then SLURM_LOCALID (Slurm is always the outer launcher).
 // Returns nullopt when none is set; throws UsageError on a malformed value.
 std::optional<LocalRank> local_rank_from_env(const EnvLookup& env);
 

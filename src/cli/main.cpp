@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "numabind/local_rank.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/report.hpp"
+#include "numabind/topology_cache.hpp"
 #include "numabind/visible.hpp"
 #include "rank_source.hpp"
 
@@ -50,6 +52,7 @@ struct Options {
     std::string rank_source = "auto";
     bool verbose = false;
     bool json = false;
+    bool export_cache = false;
 };
 
 void note(const Options& o, const std::string& msg) {
@@ -65,9 +68,37 @@ void note(const Options& o, const std::string& msg) {
     std::exit(errno == ENOENT ? 127 : 126);
 }
 
+// The per-boot topology cache directory: NUMABIND_TOPOLOGY_CACHE (a directory, or "off").
+std::optional<nb::TopologyCacheOptions> cache_options() {
+    nb::TopologyCacheOptions c;
+    if (auto v = getenv_opt("NUMABIND_TOPOLOGY_CACHE"); v && !v->empty()) {
+        if (*v == "off") return std::nullopt;
+        c.dir = *v;
+    }
+    return c;
+}
+
+// --topology XML, else this machine: from the per-boot cache when valid (read only;
+// `topo --export-cache` or the SPANK plugin writes it), else discovered live.
+// hwloc's GL, OpenCL and libxml2 plugins are never needed here: skip loading them (and
+// unset the variable again before `run` execs the program).
+std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
+    nb::ScopedQuietHwlocPlugins quiet;
+    if (!o.topology.empty()) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{o.topology, xml_is_this_system});
+    auto c = cache_options();
+    if (!c) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{});
+    c->write = false;
+    nb::CacheOutcome out;
+    auto topo = nb::load_this_machine(*c, &out);
+    note(o, std::string("topology cache ") + nb::to_string(out.result) + (out.path.empty() ? "" : " (" + out.path + ")") +
+                (out.detail.empty() ? "" : ": " + out.detail));
+    return topo;
+}
+
 // Everything `run` decides before touching the process; throws on failure.
 nb::TaskPlan plan_this_task(const Options& o, nb::Mode mode, nb::MemPolicy mem, nb::NodePlan& plan_out) {
-    nb::HwlocTopology topo({o.topology, true});
+    auto topo_ptr = load_topology(o, true);
+    const nb::HwlocTopology& topo = *topo_ptr;
     note(o, "topology: " + topo.source());
     auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
 
@@ -154,7 +185,8 @@ int cmd_plan(const Options& o) {
     req.mem = mem;
     req.ntasks = nb::parse_nonnegative(o.ntasks, "--ntasks");
     if (req.ntasks < 1) throw nb::UsageError("invalid --ntasks '0' (must be at least 1)");
-    nb::HwlocTopology topo({o.topology, o.topology.empty()});
+    auto topo_ptr = load_topology(o, false);
+    const nb::HwlocTopology& topo = *topo_ptr;
     auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
     if (!o.devices.empty()) req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
     req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
@@ -168,7 +200,15 @@ int cmd_plan(const Options& o) {
 }
 
 int cmd_topo(const Options& o) {
-    nb::HwlocTopology topo({o.topology, o.topology.empty()});
+    if (o.export_cache) {
+        if (!o.topology.empty()) throw nb::UsageError("--export-cache writes this machine's topology; drop --topology");
+        auto c = cache_options();
+        if (!c) throw nb::UsageError("--export-cache: NUMABIND_TOPOLOGY_CACHE=off");
+        std::cout << nb::write_topology_cache(*c) << "\n";
+        return 0;
+    }
+    auto topo_ptr = load_topology(o, false);
+    const nb::HwlocTopology& topo = *topo_ptr;
     auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
     if (o.json) {
         nlohmann::ordered_json numa = nlohmann::ordered_json::array();
@@ -194,7 +234,8 @@ int cmd_topo(const Options& o) {
 
 int cmd_show(const Options& o) {
     nb::Placement p = nb::current_placement();
-    nb::HwlocTopology topo({o.topology, true});
+    auto topo_ptr = load_topology(o, true);
+    const nb::HwlocTopology& topo = *topo_ptr;
     const nb::Topology& m = topo.model();
     auto accs = nb::find_accelerators(m, make_matcher(o.device_match));
     std::vector<int> cpu_nodes = m.cpu_nodes_intersecting(p.cpus);
@@ -327,6 +368,9 @@ int main(int argc, char** argv) {
 
     CLI::App* topo = app.add_subcommand("topo", "list accelerators with their NUMA nodes, CPUs and L3 groups");
     topo->add_flag("--json", o.json, "JSON output");
+    topo->add_flag("--export-cache", o.export_cache,
+                   "discover this machine and write the per-boot topology cache (root; directory "
+                   "$NUMABIND_TOPOLOGY_CACHE or /run/numabind); prints its path");
     add_topology(topo);
 
     try {

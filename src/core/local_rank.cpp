@@ -46,18 +46,23 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
     struct Source {
         const char* rank;
         const char* size;
+        const char* marker;  // only counts when this variable is also set
     };
+    // Innermost launcher first: Slurm is always the outer one (mpirun inside salloc runs
+    // one orted per node, so its ranks inherit SLURM_LOCALID=0), and torchrun inside
+    // anything sets LOCAL_RANK with its elastic agent's TORCHELASTIC_RUN_ID.
     static const Source sources[] = {
-        {"SLURM_LOCALID", nullptr},
-        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
-        {"MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
-        {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"},
-        {"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"},
-        {"LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+        {"LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", nullptr},
+        {"MPI_LOCALRANKID", "MPI_LOCALNRANKS", nullptr},
+        {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE", nullptr},
+        {"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", nullptr},
+        {"LOCAL_RANK", "LOCAL_WORLD_SIZE", nullptr},
+        {"SLURM_LOCALID", nullptr, nullptr},
     };
     for (const Source& s : sources) {
         auto rank = env(s.rank);
-        if (!rank) continue;
+        if (!rank || (s.marker && !env(s.marker))) continue;
         LocalRank lr;
         lr.rank = parse_nonnegative(*rank, s.rank);
         lr.source = s.rank;

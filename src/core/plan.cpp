@@ -288,6 +288,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
             case Mode::Exclusive: {
                 std::vector<Unit> cores;
                 for (const Core& c : topo.cores) {
+                    if (!c.pus.intersects(home_cpus)) continue;  // cheap test first: no temporary set
                     IdSet pus = c.pus & home_cpus;
                     if (!pus.empty()) cores.push_back({pus, c.l3});
                 }
@@ -303,6 +304,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                 std::vector<Group> groups;
                 if (!topo.l3_groups.empty()) {
                     for (size_t g = 0; g < topo.l3_groups.size(); ++g) {
+                        if (!topo.l3_groups[g].pus.intersects(home_cpus)) continue;
                         IdSet pus = topo.l3_groups[g].pus & home_cpus;
                         if (!pus.empty()) groups.push_back({static_cast<int>(g), pus});
                     }
@@ -310,6 +312,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                 if (groups.empty()) {
                     // No cache groups known: every core is its own complex.
                     for (size_t c = 0; c < topo.cores.size(); ++c) {
+                        if (!topo.cores[c].pus.intersects(home_cpus)) continue;
                         IdSet pus = topo.cores[c].pus & home_cpus;
                         if (!pus.empty()) groups.push_back({-1, pus});
                     }
@@ -363,6 +366,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                     for (int g = 0; g < G; ++g) {
                         std::vector<Unit> cores;
                         for (const Core& c : topo.cores) {
+                            if (!c.pus.intersects(groups[g].pus)) continue;
                             IdSet pus = c.pus & groups[g].pus;
                             if (!pus.empty()) cores.push_back({pus, groups[g].index});
                         }

@@ -4,6 +4,7 @@
 #include <hwloc.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 #include <sys/stat.h>
@@ -145,9 +146,32 @@ void build_model(hwloc_topology_t t, Topology& m) {
     }
 }
 
+// hwloc dlopens every plugin it finds on its first topology (GL, OpenCL, PCI, libxml2):
+// milliseconds per load, most of a step's binding cost. An XML needs none of them (hwloc
+// has its own XML reader) and live discovery reads PCI from sysfs itself. Set for the
+// first load only, never over a value the site chose.
+class QuietHwlocPlugins {
+public:
+    explicit QuietHwlocPlugins(bool from_xml) {
+        if (std::getenv(kVar)) return;
+        set_ = setenv(kVar, from_xml ? "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml" : "hwloc_gl,hwloc_opencl",
+                      0) == 0;
+    }
+    ~QuietHwlocPlugins() {
+        if (set_) unsetenv(kVar);
+    }
+    QuietHwlocPlugins(const QuietHwlocPlugins&) = delete;
+    QuietHwlocPlugins& operator=(const QuietHwlocPlugins&) = delete;
+
+private:
+    static constexpr const char* kVar = "HWLOC_PLUGINS_BLACKLIST";
+    bool set_ = false;
+};
+
 }  // namespace
 
 HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_unique<Impl>()) {
+    QuietHwlocPlugins quiet(!options.xml_path.empty() || !options.xml_buffer.empty());
     hwloc_topology_t& t = impl_->topo;
     if (hwloc_topology_init(&t) != 0) throw Error("hwloc: cannot initialise a topology");
     // PCI devices are filtered out by default, from the live machine and from XML alike.
@@ -189,16 +213,56 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
 
 HwlocTopology::~HwlocTopology() = default;
 
+HwlocTopology::Allowed HwlocTopology::allowed() const {
+    hwloc_topology_t t = impl_->topo;
+    if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
+    return {to_idset(hwloc_topology_get_allowed_cpuset(t)), to_idset(hwloc_topology_get_allowed_nodeset(t))};
+}
+
 IdSet HwlocTopology::allowed_cpus() const {
     hwloc_topology_t t = impl_->topo;
     if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
-    return to_idset(hwloc_topology_get_allowed_cpuset(t));
+    IdSet allowed = to_idset(hwloc_topology_get_allowed_cpuset(t));
+    // An empty set would mean "every PU" to the planner: never hand a task CPUs outside
+    // its cpuset because the topology (an XML of another machine?) shares none with it.
+    if (allowed.empty())
+        throw Error("none of the CPUs this process may use is in the topology " + source_ + " (PUs " +
+                    model_.all_pus().to_string() + "); is it this machine's topology?");
+    return allowed;
 }
 
 IdSet HwlocTopology::allowed_mems() const {
     hwloc_topology_t t = impl_->topo;
     if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
-    return to_idset(hwloc_topology_get_allowed_nodeset(t));
+    IdSet allowed = to_idset(hwloc_topology_get_allowed_nodeset(t));
+    if (allowed.empty()) {
+        std::string nodes;
+        for (const NumaNode& n : model_.numa_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(n.os_index);
+        throw Error("none of the memory nodes this process may use is in the topology " + source_ +
+                    " (NUMA nodes " + nodes + "); is it this machine's topology?");
+    }
+    return allowed;
+}
+
+std::string HwlocTopology::export_xml(const std::vector<std::pair<std::string, std::string>>& root_infos) const {
+    hwloc_topology_t t = impl_->topo;
+    hwloc_obj_t root = hwloc_get_root_obj(t);
+    for (const auto& [name, value] : root_infos) {
+        if (hwloc_obj_add_info(root, name.c_str(), value.c_str()) != 0)
+            throw Error("hwloc: cannot add info '" + name + "' to the topology");
+    }
+    char* buf = nullptr;
+    int len = 0;
+    if (hwloc_topology_export_xmlbuffer(t, &buf, &len, 0) != 0 || !buf)
+        throw Error("hwloc: cannot export the topology as XML");
+    std::string xml(buf, len > 0 ? static_cast<size_t>(len - 1) : 0);  // len counts the final NUL
+    hwloc_free_xmlbuffer(t, buf);
+    return xml;
+}
+
+std::string HwlocTopology::root_info(const std::string& name) const {
+    const char* v = hwloc_obj_get_info_by_name(hwloc_get_root_obj(impl_->topo), name.c_str());
+    return v ? v : "";
 }
 
 }  // namespace numabind

@@ -263,7 +263,6 @@ srun | salloc-mpirun)
   [ "$(id -u)" = 0 ] || skip "the private Slurm cluster needs root"
   need srun; need salloc; need slurmd
   [ -x "$CLUSTER_SH" ] || skip "cluster.sh not found at $CLUSTER_SH"
-  srun --mpi=list 2>&1 | grep -q pmix || skip "Slurm has no PMIx plugin"
   mpi_common
   cluster=$work/cluster
   "$CLUSTER_SH" start "$cluster" --nodes 2 >"$work/cluster.log" 2>&1 ||
@@ -271,6 +270,7 @@ srun | salloc-mpirun)
   # shellcheck disable=SC1091
   . "$cluster/env.sh"
   cd "$work" || exit 1
+  srun --mpi=list 2>&1 | grep -q pmix || skip "Slurm has no PMIx plugin (srun --mpi=list)"
   if [ "$scenario" = srun ]; then
     run_case control srun --mpi=pmix -N1 -n2 --cpu-bind=none "$MPI_PROBE"
     grep -q "cpus=0-1 " "$work/control.out" && pass "control: srun --cpu-bind=none leaves the ranks on 0-1" ||

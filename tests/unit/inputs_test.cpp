@@ -157,17 +157,27 @@ TEST_F(Visible, ExplicitDeviceList) {
 
 TEST(LocalRank, LauncherVariablesInOrder) {
     auto s = local_rank_from_env(env_of({{"SLURM_LOCALID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "3(x2),1"},
-                                         {"SLURM_NODEID", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}}));
+                                         {"SLURM_NODEID", "1"}}));
     ASSERT_TRUE(s);
     EXPECT_EQ(s->rank, 1);
     EXPECT_EQ(s->size, 3);
     EXPECT_EQ(s->source, "SLURM_LOCALID");
-    auto o = local_rank_from_env(env_of({{"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}));
+    // mpirun inside salloc: the ranks inherit the orted step's SLURM_LOCALID=0; mpirun's own wins.
+    auto o = local_rank_from_env(env_of({{"OMPI_COMM_WORLD_LOCAL_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                                         {"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x2)"}}));
+    EXPECT_EQ(o->source, "OMPI_COMM_WORLD_LOCAL_RANK");
     EXPECT_EQ(o->rank, 3);
     EXPECT_EQ(o->size, 4);
     auto t = local_rank_from_env(env_of({{"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "8"}}));
     EXPECT_EQ(t->source, "LOCAL_RANK");
     EXPECT_EQ(t->size, 8);
+    // torchrun (marked by its elastic agent) inside mpirun: torchrun's rank wins.
+    auto tm = local_rank_from_env(env_of({{"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", "8"}, {"TORCHELASTIC_RUN_ID", "x"},
+                                          {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}}));
+    EXPECT_EQ(tm->rank, 5);
+    // a bare LOCAL_RANK does not beat mpirun's variable
+    auto bare = local_rank_from_env(env_of({{"LOCAL_RANK", "5"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}}));
+    EXPECT_EQ(bare->rank, 1);
     auto m = local_rank_from_env(env_of({{"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}}));
     EXPECT_EQ(m->rank, 1);
     EXPECT_FALSE(local_rank_from_env(env_of({})));

@@ -21,8 +21,9 @@
 #   --print-cmd        print the QEMU command line to stderr
 #   --verbose          also copy the console log to stderr after the run
 #
-# Exit status: the payload's exit code; 124 if QEMU hit the timeout; 125 if the
-# guest did not report one (boot failure, see the log); 2 on usage errors.
+# Exit status: the payload's exit code (143 if the guest killed it at TIMEOUT-25 s);
+# 124 if QEMU hit TIMEOUT; 125 if the guest did not report one (boot failure, see
+# the log); 2 on usage errors.
 #
 # Shapes (what the guest kernel reports, see tests/vm/README.md):
 #   epyc: 2 sockets x 2 dies x 2 cores (-cpu EPYC, L3 per die = per node),
@@ -76,7 +77,7 @@ command -v qemu-system-x86_64 >/dev/null || {
 LOG=${LOG:-$PAYLOAD/console.log}
 
 Q=(qemu-system-x86_64
-   -machine q35 -accel tcg,thread=single
+   -machine q35 -accel "tcg,thread=single"
    -nodefaults -no-user-config -display none -no-reboot -monitor none
    -serial "file:$LOG"
    -kernel "$IMG/vmlinux" -initrd "$IMG/initramfs.cpio")
@@ -109,7 +110,7 @@ dev() {
 
 case "$SHAPE" in
     epyc)
-        Q+=(-cpu EPYC -m 1536M -smp 8,sockets=2,dies=2,cores=2,threads=1)
+        Q+=(-cpu EPYC -m 1536M -smp "8,sockets=2,dies=2,cores=2,threads=1")
         numa 0 256M 0-1; numa 1 256M 2-3; numa 2 256M 4-5; numa 3 256M 6-7
         numa 4 512M
         dist 0 1 12; dist 2 3 12
@@ -126,7 +127,7 @@ case "$SHAPE" in
         Q+=(-device "bochs-display,bus=pcie.0,addr=0x4,vgamem=4194304")
         ;;
     snc)
-        Q+=(-cpu Skylake-Server -m 1024M -smp 8,sockets=2,cores=4,threads=1)
+        Q+=(-cpu Skylake-Server -m 1024M -smp "8,sockets=2,cores=4,threads=1")
         numa 0 256M 0-1; numa 1 256M 2-3; numa 2 256M 4-5; numa 3 256M 6-7
         dist 0 1 11; dist 2 3 11
         dist 0 2 21; dist 0 3 21; dist 1 2 21; dist 1 3 21
@@ -143,7 +144,9 @@ esac
 # 9p shares on the root complex (numa_node -1, not display class)
 Q+=(-fsdev "local,id=fspayload,path=$PAYLOAD,security_model=none"
     -device "virtio-9p-pci,fsdev=fspayload,mount_tag=payload,bus=pcie.0,addr=0x8")
-GUEST_TIMEOUT=$((TIMEOUT > 20 ? TIMEOUT - 10 : TIMEOUT))
+# The guest kills the payload first (booting takes ~6-10 s) so that its partial
+# output and exit status (143) still come back; QEMU itself is killed at TIMEOUT.
+GUEST_TIMEOUT=$((TIMEOUT > 30 ? TIMEOUT - 25 : 5))
 # pcie_ports=compat: no PCIe port services (AER/PME/hotplug); their probe and
 # shutdown cost ~3 s under TCG and nothing here needs them. The rest trims boot time.
 APPEND="console=ttyS0 quiet panic=-1 nbvm.timeout=$GUEST_TIMEOUT pcie_ports=compat"

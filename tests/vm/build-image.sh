@@ -250,17 +250,30 @@ if [ "$hostroot" != 1 ] && [ -d /payload/sysroot ]; then
 fi
 echo "NBVM-PAYLOAD-START"
 # The payload's stdout+stderr go to /payload/output.txt and, live, to the console
-# (serial log) so a hang is visible there.
-{
-    if [ "$hostroot" = 1 ]; then
-        PAYLOAD=/tmp/payload HOME=/tmp timeout "$ptimeout" \
-            chroot /host /bin/sh /tmp/payload/run.sh
-    else
-        PAYLOAD=/payload HOME=/tmp timeout "$ptimeout" /bin/sh /payload/run.sh
-    fi
-    echo $? > /tmp/nbvm-rc
-} 2>&1 < /dev/null | tee /payload/output.txt
-dbg payload done
+# (serial log) so a hang is visible there. It runs in its own session/process
+# group: on timeout, and after it exits, the whole group is killed, so processes
+# it left behind cannot keep the output pipe open.
+mkfifo /tmp/nbvm-out
+tee /payload/output.txt < /tmp/nbvm-out &
+teepid=$!
+if [ "$hostroot" = 1 ]; then
+    ( cd /; PAYLOAD=/tmp/payload HOME=/tmp exec setsid chroot /host /bin/sh /tmp/payload/run.sh ) \
+        > /tmp/nbvm-out 2>&1 < /dev/null &
+else
+    ( cd /; PAYLOAD=/payload HOME=/tmp exec setsid /bin/sh /payload/run.sh ) \
+        > /tmp/nbvm-out 2>&1 < /dev/null &
+fi
+pid=$!
+( sleep "$ptimeout"; echo "NBVM: payload timed out after ${ptimeout}s" > /dev/console
+  kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null ) &
+wpid=$!
+wait $pid
+echo $? > /tmp/nbvm-rc
+kill -KILL -$pid 2>/dev/null
+kill $wpid 2>/dev/null
+( sleep 3; kill $teepid 2>/dev/null ) &
+wait $teepid
+dbg "payload done"
 rc=$(cat /tmp/nbvm-rc 2>/dev/null || echo 205)
 echo "$rc" > /payload/exit_code
 echo "NBVM-PAYLOAD-END"

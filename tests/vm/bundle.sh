@@ -33,9 +33,8 @@ EXTRA=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --hwloc-plugins)
-            for f in /usr/lib/x86_64-linux-gnu/hwloc/hwloc_pci.so; do
-                [ -e "$f" ] && EXTRA+=("$f")
-            done
+            f=/usr/lib/x86_64-linux-gnu/hwloc/hwloc_pci.so
+            [ -e "$f" ] && EXTRA+=("$f")
             shift ;;
         --lib) EXTRA+=("$2"); shift 2 ;;
         -h|--help) usage ;;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Print the topology facts of the machine it runs on (the test guest), one
 # key=value per line, in a fixed order, so the output can be diffed against
-# tests/vm/expect/SHAPE.facts. Runs under busybox sh; reads sysfs whole (cat),
+# tests/vm/expect/SHAPE.facts. Runs under busybox sh; reads sysfs whole (awk),
 # never with the shell's byte-wise `read` (sysfs cpulist files return nothing to
 # 1-byte reads).
 #
@@ -10,7 +10,7 @@
 # With HWLOC_CALC (path of a runnable hwloc-calc), adds what hwloc reports for each
 # display device: hwloc.pci.ADDR.numa= (`hwloc-calc -p -I numa pci=ADDR`: OS indexes,
 # in hwloc's logical order, of the NUMA nodes whose cpuset intersects the device's
-# locality) and hwloc.pci.ADDR.pus=. With TOPOLOGY_XML (an `lstopo --of xml` export
+# locality). With TOPOLOGY_XML (an `lstopo --of xml` export
 # made in the same guest) hwloc-calc reads that instead of rediscovering the machine
 # each time (~0.3 s per call under TCG).
 HWLOC_CALC=${1:-}
@@ -74,7 +74,6 @@ else
             pci.*.local_cpulist=*)
                 a=${line#pci.}; a=${a%.local_cpulist=*}
                 echo "hwloc.pci.$a.numa=$($HWLOC_CALC $HWLOC_INPUT -p -I numa pci=$a 2>&1)"
-                echo "hwloc.pci.$a.pus=$($HWLOC_CALC $HWLOC_INPUT -p -I pu pci=$a 2>&1)"
                 ;;
         esac
     done < /tmp/guest-facts.$$

@@ -183,9 +183,29 @@ for shape in "${SHAPES[@]}"; do
         cat "$PD/facts.diff"
     fi
     nnodes=$(grep -c '^node[0-9]*\.cpus=' "$PD/facts.txt")
-    echo "INFO $shape: guest kernel sees $nnodes NUMA nodes"
+    want_nodes=$(grep -c '^node[0-9]*\.cpus=' "$HERE/expect/$shape.facts")
+    if [ "$nnodes" = "$want_nodes" ]; then
+        pass "$shape: guest kernel sees $nnodes NUMA nodes (/sys/devices/system/node)"
+    else
+        fail "$shape: guest kernel sees $nnodes NUMA nodes, expected $want_nodes"
+    fi
+    if [ "$shape" = epyc ]; then
+        if grep -qx 'node4.cpus=' "$PD/facts.txt" && grep -qx 'node.has_cpu=0-3' "$PD/facts.txt"; then
+            pass "$shape: node4 has no CPUs"
+        else
+            fail "$shape: node4 has CPUs or node.has_cpu != 0-3"
+        fi
+    fi
     ndisp=$(grep -c '^pci\..*\.class=0x03' "$PD/facts.txt")
-    echo "INFO $shape: $ndisp display-class PCI functions"
+    echo "INFO $shape: $ndisp display-class PCI functions:" \
+        "$(sed -n 's/^pci\.\(.*\)\.numa_node=\(.*\)/\1@node\2/p' "$PD/facts.txt" | tr '\n' ' ')"
+    while IFS= read -r line; do
+        if grep -qxF "$line" "$PD/facts.txt"; then
+            pass "$shape: ${line}"
+        else
+            fail "$shape: expected ${line}, got '$(grep "^${line%%=*}=" "$PD/facts.txt")'"
+        fi
+    done < <(grep '\.numa_node=' "$HERE/expect/$shape.facts")
 
     # hwloc in the guest sees the display devices
     nhw=$(grep -cE 'PCI [0-9a-f:.]+ \((VGA|Display|3D)\)' "$PD/lstopo.txt")

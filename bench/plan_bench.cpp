@@ -1,0 +1,249 @@
+// Google Benchmark for the engine: planning every task of a node (plan_node),
+// accelerator matching (find_accelerators), the hwloc -> model conversion from an XML
+// file and from an XML buffer, and live discovery of this machine.
+//
+// Topologies come from tests/data/topologies (NUMABIND_TOPO_DIR) plus generated ones
+// (NUMABIND_GEN_DIR, written by bench/CMakeLists.txt with tests/tools/gen_topology.py).
+// Planning benchmarks hold only the planner's plain-data model: no hwloc topology is
+// alive while they run, so the load benchmarks pay hwloc's per-process plugin set-up
+// exactly as a fresh slurmstepd does.
+#include <benchmark/benchmark.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "numabind/accelerators.hpp"
+#include "numabind/error.hpp"
+#include "numabind/hwloc_topology.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/topology_cache.hpp"
+
+namespace nb = numabind;
+
+namespace {
+
+struct Case {
+    const char* name;  // short label used in benchmark names
+    std::string path;
+    const char* match;  // --device-match spec, "" = built-in table
+};
+
+std::string topo_dir() { return NUMABIND_TOPO_DIR; }
+std::string gen_dir() { return NUMABIND_GEN_DIR; }
+
+std::vector<Case> cases() {
+    return {
+        {"jsfc005", topo_dir() + "/psmgmt_topo.jsfc005.xml", ""},                 // 256 PUs, 8 NUMA, 32 L3, 1 GPU
+        {"jsfc005-16gpu", gen_dir() + "/jsfc005-16gpu.xml", ""},                  // + 16 fake GPUs, 2 per NUMA node
+        {"dgx2", topo_dir() + "/hwloc_nvidiaDGX2.xml", ""},                       // 16 GPUs
+        {"tuo-tpx", topo_dir() + "/flux-core_tuo.TPX.xml", ""},                   // MI300A TPX: 12 logical GPUs
+        {"epyc-corona", topo_dir() + "/mpibind_epyc-corona.xml", ""},             // 96 PUs, 8 NUMA, 4 GPUs
+        {"jwb0001", topo_dir() + "/psmgmt_topo.jwb0001.xml", ""},                 // 96 PUs, 8 NUMA, 4 GPUs
+    };
+}
+
+struct Loaded {
+    nb::Topology model;
+    std::vector<nb::Accelerator> accs;
+};
+
+// Models are loaded once and kept as plain data (the hwloc topology is destroyed).
+const Loaded& loaded(const Case& c) {
+    static std::map<std::string, Loaded> cache;
+    auto it = cache.find(c.name);
+    if (it != cache.end()) return it->second;
+    Loaded l;
+    {
+        nb::HwlocTopology t({c.path, false});
+        l.model = t.model();
+    }
+    l.accs = nb::find_accelerators(l.model, *c.match ? nb::DeviceMatcher::parse(c.match) : nb::DeviceMatcher::builtin());
+    return cache.emplace(c.name, std::move(l)).first->second;
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void bm_plan(benchmark::State& state, Case c, nb::Mode mode, int ntasks) {
+    const Loaded& l = loaded(c);
+    nb::PlanRequest req;
+    req.mode = mode;
+    req.mem = nb::MemPolicy::Bind;
+    req.ntasks = ntasks;
+    try {
+        nb::plan_node(l.model, l.accs, req);
+    } catch (const std::exception& e) {  // e.g. exclusive with more tasks than PUs (DGX-2 XML: 4 PUs)
+        state.SkipWithError(e.what());
+        return;
+    }
+    for (auto _ : state) {
+        nb::NodePlan plan = nb::plan_node(l.model, l.accs, req);
+        benchmark::DoNotOptimize(plan.tasks.data());
+    }
+    state.counters["tasks"] = ntasks;
+    state.counters["gpus"] = static_cast<double>(l.accs.size());
+}
+
+void bm_find_accelerators(benchmark::State& state, Case c) {
+    const Loaded& l = loaded(c);
+    const nb::DeviceMatcher m = *c.match ? nb::DeviceMatcher::parse(c.match) : nb::DeviceMatcher::builtin();
+    for (auto _ : state) {
+        auto accs = nb::find_accelerators(l.model, m);
+        benchmark::DoNotOptimize(accs.data());
+    }
+    state.counters["pci"] = static_cast<double>(l.model.pci_devices.size());
+    state.counters["gpus"] = static_cast<double>(l.accs.size());
+}
+
+// quiet: hwloc's GL, OpenCL and libxml2 plugins not loaded (nb::ScopedQuietHwlocPlugins,
+// as the CLI and the SPANK plugin do); otherwise every installed plugin is loaded.
+void bm_load_xml_file(benchmark::State& state, Case c, bool quiet) {
+    std::optional<nb::ScopedQuietHwlocPlugins> q;
+    if (quiet) q.emplace();
+    const nb::LoadOptions o(c.path, false);
+    for (auto _ : state) {
+        nb::HwlocTopology t(o);
+        benchmark::DoNotOptimize(t.model().cores.data());
+    }
+    state.SetLabel(std::to_string(slurp(c.path).size() / 1024) + " KiB");
+}
+
+void bm_load_xml_buffer(benchmark::State& state, Case c, bool quiet) {
+    std::optional<nb::ScopedQuietHwlocPlugins> q;
+    if (quiet) q.emplace();
+    const nb::LoadOptions o = nb::LoadOptions::from_buffer(slurp(c.path), false);
+    for (auto _ : state) {
+        nb::HwlocTopology t(o);
+        benchmark::DoNotOptimize(t.model().cores.data());
+    }
+}
+
+// Live discovery of this machine (hwloc's plugin set-up included: no topology is alive
+// between iterations, so each one loads the plugins again, as a new process does).
+void bm_load_live(benchmark::State& state, bool quiet) {
+    std::optional<nb::ScopedQuietHwlocPlugins> q;
+    if (quiet) q.emplace();
+    const nb::LoadOptions o;  // live
+    for (auto _ : state) {
+        nb::HwlocTopology t(o);
+        benchmark::DoNotOptimize(t.model().cores.data());
+    }
+}
+
+// This machine's topology exported as XML once (what the per-boot cache holds).
+std::string this_machine_xml() {
+    static std::string path;
+    if (path.empty()) {
+        char dir[] = "/tmp/numabind-bench-XXXXXX";
+        if (!mkdtemp(dir)) throw nb::Error("mkdtemp failed");
+        path = std::string(dir) + "/this-machine.xml";
+        std::ofstream(path) << nb::HwlocTopology(nb::LoadOptions{}).export_xml();
+    }
+    return path;
+}
+
+void bm_load_this_machine_xml(benchmark::State& state, bool quiet) {
+    std::optional<nb::ScopedQuietHwlocPlugins> q;
+    if (quiet) q.emplace();
+    const nb::LoadOptions o(this_machine_xml(), true);
+    for (auto _ : state) {
+        nb::HwlocTopology t(o);
+        benchmark::DoNotOptimize(t.model().cores.data());
+    }
+}
+
+// The cache's fast path end to end: key (boot id, CPU and PCI lists), trust checks,
+// read, load from the buffer, key check. Root only (only root-owned caches are trusted).
+void bm_cache_hit(benchmark::State& state, bool quiet) {
+    if (geteuid() != 0) {
+        state.SkipWithError("needs root (the cache only trusts root-owned files)");
+        return;
+    }
+    nb::TopologyCacheOptions o;
+    o.dir = this_machine_xml().substr(0, this_machine_xml().rfind('/')) + "/cache";
+    o.quiet_plugins = quiet;
+    nb::write_topology_cache(o);
+    nb::CacheOutcome out;
+    for (auto _ : state) {
+        auto t = nb::load_this_machine(o, &out);
+        benchmark::DoNotOptimize(t->model().cores.data());
+    }
+    if (out.result != nb::CacheResult::Hit) state.SkipWithError(("cache not hit: " + out.detail).c_str());
+}
+
+void bm_cache_key(benchmark::State& state) {
+    for (auto _ : state) benchmark::DoNotOptimize(nb::topology_cache_key());
+}
+
+const std::vector<std::pair<const char*, nb::Mode>> kModes = {
+    {"none", nb::Mode::None},           {"node", nb::Mode::Node},
+    {"socket", nb::Mode::Socket},       {"exclusive", nb::Mode::Exclusive},
+    {"core-complex", nb::Mode::CoreComplex},
+};
+
+int register_all() {
+    for (const Case& c : cases()) {
+        int ngpu = 0;
+        try {
+            ngpu = static_cast<int>(loaded(c).accs.size());
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "plan_bench: skipping %s: %s\n", c.name, e.what());
+            continue;
+        }
+        // Realistic task counts: one per GPU, two per GPU, and 16 (more tasks than GPUs
+        // where the node has few).
+        std::vector<int> counts = {ngpu, 2 * ngpu};
+        if (ngpu < 16) counts.push_back(16);
+        for (const auto& [mname, mode] : kModes) {
+            for (int n : counts) {
+                if (n < 1) continue;
+                benchmark::RegisterBenchmark(
+                    ("plan_node/" + std::string(c.name) + "/" + mname + "/tasks:" + std::to_string(n)).c_str(),
+                    bm_plan, c, mode, n);
+            }
+        }
+        benchmark::RegisterBenchmark(("find_accelerators/" + std::string(c.name)).c_str(), bm_find_accelerators, c);
+        for (bool quiet : {false, true}) {
+            const std::string sfx = quiet ? "/quiet" : "";
+            benchmark::RegisterBenchmark(("load_xml_file/" + std::string(c.name) + sfx).c_str(), bm_load_xml_file, c,
+                                         quiet)
+                ->Unit(benchmark::kMillisecond);
+            benchmark::RegisterBenchmark(("load_xml_buffer/" + std::string(c.name) + sfx).c_str(),
+                                         bm_load_xml_buffer, c, quiet)
+                ->Unit(benchmark::kMillisecond);
+        }
+    }
+    for (bool quiet : {false, true}) {
+        const std::string sfx = quiet ? "/quiet" : "";
+        benchmark::RegisterBenchmark(("load_live/this-machine" + sfx).c_str(), bm_load_live, quiet)
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("load_xml_file/this-machine" + sfx).c_str(), bm_load_this_machine_xml, quiet)
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("topology_cache/hit" + sfx).c_str(), bm_cache_hit, quiet)
+            ->Unit(benchmark::kMillisecond);
+    }
+    benchmark::RegisterBenchmark("topology_cache/key", bm_cache_key);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/step_overhead.sh — what the SPANK plugin adds to a job step launch, on a private
+# local Slurm cluster (tests/slurm/cluster.sh, 1 node, 2 fake GPUs). Root only.
+#
+#   bench/step_overhead.sh PLUGIN.so OUT_DIR      (run by `cmake --build B --target bench-step`)
+#
+# Inside ONE allocation (salloc -n2 --gpus-per-node=2; new jobs per srun add 10-20 ms of
+# noise) hyperfine times `srun -n2 --gpus-per-node=2 true` steps, switching plugstack.conf
+# in --prepare (srun and slurmstepd re-read it for every launch):
+#   no plugin            empty plugstack.conf
+#   plugin, not asked    plugin loaded (topology=XML), no --numa-binding: default mode none
+#   exclusive, XML       plugin, topology=XML with 2 fake GPUs, --numa-binding=exclusive
+#   exclusive, live      plugin without topology= (devices=1af4: the virtio functions stand
+#                        in for GPUs): slurmstepd discovers the node live
+# ROUNDS rounds (default 3, command order reversed every other round, so drift from other
+# load on the machine hits all rows alike) of STEPS steps each (default 100) per row.
+# Medians over all rounds, and the difference to "no plugin", go to OUT_DIR/step_overhead.txt;
+# raw hyperfine JSON to OUT_DIR/step_round*.json. KEEP=1 keeps the cluster directory.
+set -euo pipefail
+[ $# -eq 2 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+PLUGIN=$(readlink -f "$1"); OUT=$2
+STEPS=${STEPS:-100}; ROUNDS=${ROUNDS:-3}
+HERE=$(cd "$(dirname "$0")" && pwd -P); ROOT=$(dirname "$HERE")
+skip() { echo "step_overhead: $*; skipped" >&2; exit 0; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (starts Slurm daemons)"
+for t in slurmd slurmctld munged srun salloc hyperfine python3; do command -v $t >/dev/null || skip "$t not found"; done
+[ -f "$PLUGIN" ] || skip "plugin $PLUGIN not built"
+mkdir -p "$OUT"; OUT=$(readlink -f "$OUT")
+
+D=$(mktemp -d /tmp/numabind-step-bench.XXXXXX)
+chmod 0755 "$D"
+cleanup() {
+  "$ROOT/tests/slurm/cluster.sh" stop "$D/cluster" >/dev/null 2>&1 || true
+  [ "${KEEP:-0}" = 1 ] || rm -rf "$D"
+}
+trap cleanup EXIT
+cp "$PLUGIN" "$D/spank_numabind.so"  # a private copy: rebuilds during the run do not matter
+python3 "$ROOT/tests/tools/gen_topology.py" -o "$D/topo.xml" --gpu package:0 --gpu package:0 >/dev/null
+: >"$D/plugstack.off"
+echo "required $D/spank_numabind.so topology=$D/topo.xml" >"$D/plugstack.xml"
+# live: this machine has no GPU; its two virtio PCI functions (vendor 1af4) stand in for them
+echo "required $D/spank_numabind.so devices=1af4" >"$D/plugstack.live"
+cp "$D/plugstack.off" "$D/plugstack.conf"
+chmod 0644 "$D"/plugstack.* "$D/topo.xml"
+"$ROOT/tests/slurm/cluster.sh" start "$D/cluster" --plugstack "$D/plugstack.conf" >/dev/null
+# shellcheck disable=SC1091
+. "$D/cluster/env.sh"
+
+echo "== step_overhead: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -Is), $(srun --version)"
+echo "-- sanity: the plugin binds (exclusive, XML topology, verbose)"
+cp "$D/plugstack.xml" "$D/plugstack.conf"
+srun -n2 --gpus-per-node=2 --numa-binding=exclusive,verbose sh -c 'echo "task $SLURM_LOCALID: NUMABIND_CPUS=$NUMABIND_CPUS"' 2>&1 | sort
+cp "$D/plugstack.live" "$D/plugstack.conf"
+srun -n2 --gpus-per-node=2 --numa-binding=exclusive,verbose true 2>&1 | sort || true
+
+S="srun -n2 --gpus-per-node=2"
+cat >"$D/inner.sh" <<EOF
+set -euo pipefail
+for r in \$(seq 1 $ROUNDS); do
+  a=(--prepare "cp $D/plugstack.off $D/plugstack.conf" -n "no plugin" "$S true")
+  b=(--prepare "cp $D/plugstack.xml $D/plugstack.conf" -n "plugin loaded, not asked" "$S true")
+  c=(--prepare "cp $D/plugstack.xml $D/plugstack.conf" -n "exclusive, topology=XML" "$S --numa-binding=exclusive true")
+  d=(--prepare "cp $D/plugstack.live $D/plugstack.conf" -n "exclusive, live discovery" "$S --numa-binding=exclusive true")
+  if [ \$((r % 2)) = 1 ]; then set -- "\${a[@]}" "\${b[@]}" "\${c[@]}" "\${d[@]}"; else set -- "\${d[@]}" "\${c[@]}" "\${b[@]}" "\${a[@]}"; fi
+  hyperfine -N --style basic -w 3 -r $STEPS --export-json "$OUT/step_round\$r.json" "\$@"
+done
+EOF
+salloc -n2 --gpus-per-node=2 bash "$D/inner.sh"
+
+python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/step_overhead.txt"
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+times, per_round = {}, {}
+for r in range(1, rounds + 1):
+    for res in json.load(open(f"{out}/step_round{r}.json"))["results"]:
+        times.setdefault(res["command"], []).extend(res["times"])
+        per_round.setdefault(res["command"], []).append(statistics.median(res["times"]) * 1e3)
+base = statistics.median(times["no plugin"]) * 1e3
+print(f"{'srun -n2 --gpus-per-node=2 true':32} {'steps':>5} {'median ms':>9} {'p25':>7} {'p75':>7} {'vs none':>8}  per-round medians")
+for name in ["no plugin", "plugin loaded, not asked", "exclusive, topology=XML", "exclusive, live discovery"]:
+    t = sorted(x * 1e3 for x in times[name])
+    q = statistics.quantiles(t, n=4)
+    med = statistics.median(t)
+    print(f"{name:32} {len(t):5d} {med:9.2f} {q[0]:7.2f} {q[2]:7.2f} {med - base:+8.2f}  " +
+          " ".join(f"{m:.2f}" for m in per_round[name]))
+PY

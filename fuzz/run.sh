@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# fuzz/run.sh [HARNESS...] — run libFuzzer harnesses for $FUZZ_SECONDS (default 60) each.
+#   FUZZ_BUILD_DIR   build directory with the harnesses (default: build-fuzz)
+#   FUZZ_SECONDS     seconds per harness (default 60)
+#   FUZZ_JOBS        parallel fuzzing processes per harness (-fork=N; default 1)
+#   FUZZ_ARGS        extra libFuzzer arguments
+# Seeds come from fuzz/corpus/<harness>/ (read only); new inputs go to
+# $FUZZ_BUILD_DIR/fuzz-corpus/<harness>/, crashes to $FUZZ_BUILD_DIR/fuzz-artifacts/.
+# Prints one summary line per harness (executions, exec/s, corpus size) and exits 1 if
+# any harness crashed, leaked, timed out or ran out of memory.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+secs=${FUZZ_SECONDS:-60}
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_options fuzz_idset fuzz_device_match fuzz_visible fuzz_local_rank fuzz_topology_xml)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
+failed=0
+for h in "${harnesses[@]}"; do
+  bin=$build/fuzz/$h
+  [ -x "$bin" ] || { echo "fuzz: $h: not built ($bin)"; failed=1; continue; }
+  work=$build/fuzz-corpus/$h
+  mkdir -p "$work"
+  dict=()
+  [ -f "$here/dict/$h.dict" ] && dict=(-dict="$here/dict/$h.dict")
+  log=$build/fuzz-logs/$h.log
+  # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a runaway allocation.
+  # shellcheck disable=SC2086
+  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
+         -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" \
+         ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" >"$log" 2>&1
+  rc=$?
+  execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
+  speed=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log" | tail -1)
+  units=$(find "$work" -type f | wc -l)
+  if [ $rc -ne 0 ]; then
+    failed=1
+    echo "fuzz: $h: FAILED (rc $rc) after ${execs:-?} executions; log $log"
+    grep -m1 -E 'ERROR: |runtime error|invariant violated|deadly signal|Timeout|out-of-memory' "$log" | sed 's/^/    /'
+    ls "$build/fuzz-artifacts/$h-"* 2>/dev/null | sed 's/^/    artifact: /'
+  else
+    echo "fuzz: $h: ok, ${execs:-?} executions in ${secs} s (${speed:-?}/s), corpus $units new unit(s)"
+  fi
+done
+exit $failed

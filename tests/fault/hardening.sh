@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# tests/fault/hardening.sh — exported symbols and hardening of the shipped binaries.
+# Usage: hardening.sh NUMABIND_CLI [SPANK_PLUGIN.so]
+#   plugin: exports only what Slurm's loader looks up (slurm_spank_*, plugin_*,
+#           spank_plugin_*; _init/_fini tolerated) — nm -D --defined-only
+#   both:   BIND_NOW, a GNU_RELRO segment, a non-executable stack, the stack protector
+#           (__stack_chk_fail) and FORTIFY_SOURCE (*_chk) referenced; the CLI is PIE.
+set -uo pipefail
+cli=${1:?usage: hardening.sh NUMABIND_CLI [SPANK_PLUGIN.so]}
+plugin=${2:-}
+fails=0
+ok() { echo "ok   - $*"; }
+bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
+
+harden() {  # FILE LABEL
+  local f=$1 what=$2 dyn prog syms
+  dyn=$(readelf -dW "$f")
+  prog=$(readelf -lW "$f")
+  syms=$(nm -D "$f")
+  if grep -qE 'BIND_NOW|FLAGS.*\bNOW\b' <<<"$dyn"; then ok "$what: BIND_NOW"; else bad "$what: not linked with -z now"; fi
+  if grep -q GNU_RELRO <<<"$prog"; then ok "$what: GNU_RELRO"; else bad "$what: no RELRO segment"; fi
+  if grep GNU_STACK <<<"$prog" | grep -q 'RWE'; then bad "$what: executable stack"; else ok "$what: non-executable stack"; fi
+  if grep -q '__stack_chk_fail' <<<"$syms"; then ok "$what: stack protector"; else bad "$what: __stack_chk_fail not referenced (no -fstack-protector)"; fi
+  if grep -qE '__[a-z_]+_chk(@|$)' <<<"$syms"; then ok "$what: FORTIFY_SOURCE"; else bad "$what: no *_chk function referenced (no _FORTIFY_SOURCE)"; fi
+  if readelf -sW "$f" | grep -q '__asan_init'; then echo "note - $what is an ASan build"; fi
+}
+
+harden "$cli" "numabind (CLI)"
+if readelf -hW "$cli" | grep -q 'Type:.*DYN'; then ok "numabind (CLI): PIE"; else bad "numabind (CLI): not PIE"; fi
+
+if [ -n "$plugin" ]; then
+  harden "$plugin" "spank_numabind.so"
+  exports=$(nm -D --defined-only "$plugin" | awk 'NF >= 3 { print $3 }' | sort -u)
+  unexpected=$(grep -Ev '^(slurm_spank_[A-Za-z0-9_]+|plugin_[A-Za-z0-9_]+|spank_plugin_[A-Za-z0-9_]+|_init|_fini)$' <<<"$exports")
+  if [ -z "$unexpected" ]; then ok "spank_numabind.so exports only: $(echo $exports)"; else bad "spank_numabind.so exports more: $(echo $unexpected | head -c 400)"; fi
+  # No C++ runtime or library symbol of ours leaks into slurmstepd's namespace.
+  if grep -qE '^_Z' <<<"$exports"; then bad "spank_numabind.so exports C++ symbols"; fi
+  # Nothing it needs at load time is left unresolved beyond the Slurm/libc/libstdc++ set.
+  undefined=$(nm -D --undefined-only "$plugin" | awk '{print $2}' | grep -E '^(slurm_|spank_)' | sort -u | tr '\n' ' ')
+  echo "note - spank_numabind.so uses from Slurm: $undefined"
+else
+  echo "skip - no SPANK plugin given (not built here)"
+fi
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# tests/package/package_test.sh — install/packaging tests (ctest label "package").
+#
+#   package_test.sh STEP BUILD_DIR SOURCE_DIR STAGE_DIR
+#
+# STEP:
+#   install    cmake --install BUILD --prefix STAGE, with the Slurm plugin dir and the
+#              plugstack.conf.d dir overridden into STAGE (nothing may land outside STAGE);
+#              checks every installed file and runs the installed numabind
+#   consumer   a project outside the tree uses the installed library: find_package(numabind)
+#              with CMake, and pkg-config numabind with a plain g++ command; both run
+#   man        the installed man pages render without warnings (groff -ww, man --warnings)
+#   examples   bash -n / py_compile of every example; sbatch-ddp.sh dry run; the placement
+#              part of train_resnet18.py under the installed `numabind run` (real binding,
+#              checked against /proc/self/status)
+#   slurm      the installed plugin in a private Slurm cluster (tests/slurm/cluster.sh):
+#              srun --help lists --numa-binding; srun -n1 --numa-binding=node binds the task;
+#              the training example's placement under srun (needs root; 77 = skipped)
+#   deb        cpack -G DEB; the .deb lists the CLI, plugin, man pages, conf (as a conffile)
+#              and depends on libhwloc15, libnuma1 and Slurm's plugins
+# Exit 0 pass, 1 fail, 77 skipped.
+set -euo pipefail
+
+STEP=${1:?step}
+BUILD=$(cd "${2:?build dir}" && pwd)
+SRC=$(cd "${3:?source dir}" && pwd)
+STAGE=${4:?stage dir}
+mkdir -p "$STAGE"
+STAGE=$(cd "$STAGE" && pwd)
+PLUGIN_DIR=$STAGE/slurm-plugins
+CONF_DIR=$STAGE/etc/slurm/plugstack.conf.d
+
+failures=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+check() {  # description command...
+  local what=$1; shift
+  if "$@"; then pass "$what"; else fail "$what"; fi
+}
+finish() {
+  if [ "$failures" -gt 0 ]; then echo "package_test.sh $STEP: $failures failure(s)"; exit 1; fi
+  echo "package_test.sh $STEP: all passed"; exit 0
+}
+skip() { echo "SKIP: $*"; exit 77; }
+
+has_plugin() { [ -f "$BUILD/spank/spank_numabind.so" ]; }
+libdir_of_stage() {  # the lib directory that holds libnumabind.a
+  local f; f=$(find "$STAGE" -name libnumabind.a -print -quit 2>/dev/null)
+  [ -n "$f" ] && dirname "$f"
+}
+need_stage() { [ -x "$STAGE/bin/numabind" ] || { echo "stage $STAGE not installed (run the install step)"; exit 1; }; }
+
+# A topology of this very machine with one fake GPU at machine level (real binding possible).
+this_topology() {  # OUT
+  python3 "$SRC/tests/tools/gen_topology.py" -o "$1" --gpu machine >/dev/null
+}
+
+step_install() {
+  rm -rf "$STAGE"; mkdir -p "$STAGE"
+  local log=$STAGE/../install.log
+  NUMABIND_SLURM_PLUGIN_DIR=$PLUGIN_DIR NUMABIND_PLUGSTACK_DIR=$CONF_DIR \
+    cmake --install "$BUILD" --prefix "$STAGE" >"$log" 2>&1 || { cat "$log"; fail "cmake --install"; finish; }
+  pass "cmake --install --prefix STAGE"
+  # nothing outside STAGE
+  local outside
+  outside=$(grep -v "^$STAGE/" "$BUILD/install_manifest.txt" || true)
+  check "every installed file is below STAGE" test -z "$outside"
+  [ -z "$outside" ] || echo "$outside"
+
+  check "CLI installed" test -x "$STAGE/bin/numabind"
+  check "headers installed" test -f "$STAGE/include/numabind/plan.hpp" -a -f "$STAGE/include/numabind/idset.hpp"
+  local lib; lib=$(libdir_of_stage || true)
+  check "libnumabind.a installed" test -n "$lib"
+  check "CMake package config installed" test -f "$lib/cmake/numabind/numabindConfig.cmake" \
+    -a -f "$lib/cmake/numabind/numabindConfigVersion.cmake" -a -f "$lib/cmake/numabind/numabindTargets.cmake"
+  check "pkg-config file installed" test -f "$lib/pkgconfig/numabind.pc"
+  check "man pages installed" test -f "$STAGE/share/man/man1/numabind.1" -a -f "$STAGE/share/man/man8/spank_numabind.8"
+  check "docs and examples installed" test -f "$STAGE/share/doc/numabind/examples/train_resnet18.py" \
+    -a -x "$STAGE/share/doc/numabind/examples/sbatch-ddp.sh" -a -f "$STAGE/share/doc/numabind/examples/plugstack.conf" \
+    -a -f "$STAGE/share/doc/numabind/OPTIONS.md"
+  if has_plugin; then
+    check "plugin installed into the (overridden) Slurm plugin dir" test -f "$PLUGIN_DIR/spank_numabind.so"
+    check "plugstack entry installed" test -f "$CONF_DIR/numabind.conf"
+    check "plugstack entry names the installed plugin" \
+      grep -qE "^required $PLUGIN_DIR/spank_numabind\.so" "$CONF_DIR/numabind.conf"
+    local dups
+    dups=$(grep '/spank_numabind\.so$' "$BUILD/install_manifest.txt" | grep -v "^$PLUGIN_DIR/" || true)
+    [ -z "$dups" ] || echo "NOTE: the plugin is also installed at: $dups (an install() rule outside cmake/Install.cmake)"
+  else
+    echo "NOTE: no SPANK plugin in this build (slurm/spank.h missing?): CLI and library only"
+  fi
+  "$STAGE/bin/numabind" --version >"$STAGE/../version.out" 2>&1
+  check "installed numabind --version" grep -q "numabind 0.1" "$STAGE/../version.out"
+  "$STAGE/bin/numabind" plan --topology "$SRC/tests/data/topologies/psmgmt_topo.jwb0001.xml" \
+    --mode exclusive --ntasks 4 >"$STAGE/../plan.out" 2>&1 || true
+  check "installed numabind plan works" grep -q "mode exclusive, 4 task" "$STAGE/../plan.out"
+  finish
+}
+
+step_consumer() {
+  need_stage
+  local work=$STAGE/../consumer-work lib topo=$SRC/tests/data/topologies/psmgmt_topo.jwb0001.xml
+  rm -rf "$work"; mkdir -p "$work"
+  lib=$(libdir_of_stage)
+  # CMake: only the staged prefix, not the source or build tree.
+  if cmake -S "$SRC/tests/package/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$STAGE" \
+       -DCMAKE_BUILD_TYPE=Release >"$work/cmake.log" 2>&1 &&
+     cmake --build "$work/cmake" -j2 >>"$work/cmake.log" 2>&1; then
+    pass "find_package(numabind) consumer builds"
+    grep -q "numabind_DIR:PATH=$STAGE" "$work/cmake/CMakeCache.txt" &&
+      pass "consumer found the staged package" || fail "consumer found numabind outside STAGE"
+    "$work/cmake/consumer" "$topo" exclusive 4 >"$work/cmake.out" 2>&1 || true
+    check "find_package consumer runs" grep -q "mode exclusive, 4 task" "$work/cmake.out"
+  else
+    cat "$work/cmake.log"; fail "find_package(numabind) consumer builds"
+  fi
+  # pkg-config
+  export PKG_CONFIG_PATH=$lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  check "pkg-config --modversion numabind" test "$(pkg-config --modversion numabind)" = 0.1.0
+  local cflags libs
+  cflags=$(pkg-config --cflags numabind) libs=$(pkg-config --libs numabind)
+  case " $cflags " in *" -I$STAGE/include "*) pass "pkg-config cflags point into STAGE" ;;
+    *) fail "pkg-config cflags point into STAGE ($cflags)" ;; esac
+  # shellcheck disable=SC2086
+  if g++ -std=c++17 -O1 -o "$work/pc-consumer" "$SRC/tests/package/consumer/main.cpp" $cflags $libs \
+       >"$work/pc.log" 2>&1; then
+    pass "pkg-config consumer builds"
+    "$work/pc-consumer" "$topo" core-complex 4 >"$work/pc.out" 2>&1 || true
+    check "pkg-config consumer runs" grep -q "mode core-complex, 4 task" "$work/pc.out"
+  else
+    cat "$work/pc.log"; fail "pkg-config consumer builds (g++ \$(pkg-config --cflags --libs numabind))"
+  fi
+  finish
+}
+
+step_man() {
+  need_stage
+  local page out
+  for page in "$STAGE/share/man/man1/numabind.1" "$STAGE/share/man/man8/spank_numabind.8"; do
+    out=$(groff -man -ww -z "$page" 2>&1)
+    check "groff -man -ww -z $(basename "$page") is silent" test -z "$out"
+    [ -z "$out" ] || echo "$out"
+    out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
+    check "man --warnings -l $(basename "$page") is silent" test -z "$out"
+    [ -z "$out" ] || echo "$out"
+    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null | awk 'length > 80')
+    check "$(basename "$page") fits 80 columns" test -z "$out"
+    [ -z "$out" ] || echo "$out"
+  done
+  local o plain1 plain8
+  plain1=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$STAGE/share/man/man1/numabind.1")
+  plain8=$(sed 's/\\-/-/g; s/\\f[BIRP]//g' "$STAGE/share/man/man8/spank_numabind.8")
+  for o in mode mem local-rank ntasks devices fallback rank-source verbose topology device-match allowed-cpus json; do
+    grep -q -- "--$o" <<<"$plain1" || fail "numabind(1) does not document --$o"
+  done
+  pass "numabind(1) option list checked"
+  for o in default= mem= fallback= verbose devices= topology= respect_cpu_bind= batch_step= --numa-binding \
+           NUMABIND_MODE NUMABIND_CPUS NUMABIND_MEMS NUMABIND_MEM_POLICY NUMABIND_DEVICE NUMABIND_DEVICE_PCI; do
+    grep -q -- "$o" <<<"$plain8" || fail "spank_numabind(8) does not document $o"
+  done
+  pass "spank_numabind(8) argument list checked"
+  finish
+}
+
+step_examples() {
+  need_stage
+  local ex=$SRC/examples f work=$STAGE/../examples-work
+  rm -rf "$work"; mkdir -p "$work"
+  for f in "$ex"/*.sh; do check "bash -n $(basename "$f")" bash -n "$f"; done
+  for f in "$ex"/*.py; do
+    check "py_compile $(basename "$f")" python3 -c 'import py_compile,sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)' "$f" "$work/$(basename "$f")c"
+  done
+  NUMABIND_DRY_RUN=1 bash "$ex/sbatch-ddp.sh" --steps 5 >"$work/dry.out" 2>&1 || true
+  check "sbatch-ddp.sh dry run prints the srun command" grep -q "^srun .*train_resnet18.py .*--steps 5" "$work/dry.out"
+  check "sbatch-ddp.sh asks for --numa-binding" grep -q "^#SBATCH --numa-binding=" "$ex/sbatch-ddp.sh"
+
+  # Placement part under the installed numabind, on a topology of this machine + one fake GPU.
+  this_topology "$work/this.xml"
+  local py=$STAGE/share/doc/numabind/examples/train_resnet18.py
+  "$STAGE/bin/numabind" run --topology "$work/this.xml" --mode node --mem prefer --local-rank 0 --ntasks 1 -- \
+    python3 "$py" --placement-only --workers 2 >"$work/placement.out" 2>"$work/placement.err" || true
+  cat "$work/placement.out"
+  check "placement: main + 2 workers reported" test "$(grep -c '^placement ' "$work/placement.out")" = 3
+  check "placement: mode node everywhere" test "$(grep -c ' mode=node ' "$work/placement.out")" = 3
+  check "placement: CPUs match NUMABIND_CPUS in main and workers" test "$(grep -c ' match=yes' "$work/placement.out")" = 3
+  check "placement: memory policy prefer seen in numa_maps" test "$(grep -c ' numa_maps_policy=prefer' "$work/placement.out")" = 3
+  check "placement: device 0 reported" grep -q ' role=main .* device=0 device_pci=0000:' "$work/placement.out"
+  # Without numabind: still runs, reports no binding.
+  python3 "$py" --workers 1 >"$work/plain.out" 2>&1 || true
+  check "placement without numabind (auto when torch is missing)" grep -q '^placement role=main .* mode=- ' "$work/plain.out"
+  finish
+}
+
+step_slurm() {
+  need_stage
+  [ "$(id -u)" = 0 ] || skip "needs root (private Slurm cluster)"
+  has_plugin || skip "no SPANK plugin in this build: slurm test not applicable"
+  local t; for t in slurmd slurmctld munged srun; do command -v $t >/dev/null || skip "$t not installed"; done
+  local dir; dir=$(mktemp -d /tmp/nb-pkg-slurm.XXXXXX); chmod 0755 "$dir"
+  local work=$dir/work; mkdir -p "$work"; chmod 0755 "$work"
+  this_topology "$work/this.xml"; chmod 0644 "$work/this.xml"
+  # the installed entry (its plugin path must be the staged plugin) + a topology for this node
+  local line; line=$(grep -E '^(required|optional)[[:space:]]' "$CONF_DIR/numabind.conf" | tail -n1)
+  check "installed plugstack entry points at the staged plugin" test "$(awk '{print $2}' <<<"$line")" = "$PLUGIN_DIR/spank_numabind.so"
+  echo "$line topology=$work/this.xml" >"$work/plugstack.conf"
+  cp "$SRC/examples/train_resnet18.py" "$work/"; chmod 0755 "$work/train_resnet18.py"
+  trap '"$SRC/tests/slurm/cluster.sh" stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+  if ! "$SRC/tests/slurm/cluster.sh" start "$dir" --plugstack "$work/plugstack.conf" >"$work/start.log" 2>&1; then
+    cat "$work/start.log"; fail "cluster start"; finish
+  fi
+  # shellcheck disable=SC1091
+  . "$dir/env.sh"
+  srun --help >"$work/help.out" 2>&1 || true
+  check "srun --help lists --numa-binding (installed plugin loaded)" grep -q -- '--numa-binding' "$work/help.out"
+  ( cd "$work" && timeout 60 srun -n1 --numa-binding=node,verbose \
+      sh -c 'echo "mode=$NUMABIND_MODE cpus=$NUMABIND_CPUS dev=$NUMABIND_DEVICE"; grep Cpus_allowed_list /proc/self/status' ) \
+      >"$work/srun.out" 2>"$work/srun.err" || true
+  cat "$work/srun.out" "$work/srun.err"
+  check "srun -n1 --numa-binding=node binds the task" grep -q '^mode=node cpus=[0-9]' "$work/srun.out"
+  check "verbose line on srun's stderr" grep -q 'numabind' "$work/srun.err"
+  ( cd "$work" && timeout 60 srun -n1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
+      >"$work/placement.out" 2>"$work/placement.err" || true
+  cat "$work/placement.out"
+  check "training example placement under srun --numa-binding (main + workers match)" \
+    test "$(grep -c ' mode=node .* match=yes' "$work/placement.out")" = 3
+  ( cd "$work" && timeout 60 srun -n1 --numa-binding=bogus true ) >"$work/bad.out" 2>&1 && bad_rc=0 || bad_rc=$?
+  check "srun refuses a bad --numa-binding value" test "$bad_rc" != 0
+  finish
+}
+
+step_deb() {
+  command -v cpack >/dev/null || skip "cpack not installed"
+  command -v dpkg-deb >/dev/null || skip "dpkg-deb not installed"
+  local out=$STAGE/../deb
+  rm -rf "$out"; mkdir -p "$out"
+  if ! (cd "$out" && cpack -G DEB --config "$BUILD/CPackConfig.cmake" -B "$out") >"$out/cpack.log" 2>&1; then
+    cat "$out/cpack.log"; fail "cpack -G DEB"; finish
+  fi
+  local deb; deb=$(ls "$out"/numabind_*.deb 2>/dev/null | head -n1)
+  check "cpack -G DEB produced numabind_*.deb" test -n "$deb"
+  [ -n "$deb" ] || finish
+  dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|' >"$out/contents.txt"
+  dpkg-deb -f "$deb" >"$out/control.txt"
+  echo "--- $deb"; cat "$out/control.txt"; echo "--- contents"; cat "$out/contents.txt"
+  c() { grep -qxF "$1" "$out/contents.txt"; }
+  check ".deb has /usr/bin/numabind" c /usr/bin/numabind
+  check ".deb has numabind.1" c /usr/share/man/man1/numabind.1
+  check ".deb has spank_numabind.8" c /usr/share/man/man8/spank_numabind.8
+  check ".deb has the headers" c /usr/include/numabind/plan.hpp
+  check ".deb has libnumabind.a and the package configs" bash -c \
+    'grep -q "/libnumabind\.a$" "$0" && grep -q "/cmake/numabind/numabindConfig\.cmake$" "$0" && grep -q "/pkgconfig/numabind\.pc$" "$0"' "$out/contents.txt"
+  check ".deb has the examples" c /usr/share/doc/numabind/examples/train_resnet18.py
+  check ".deb Depends on libhwloc15 and libnuma1" bash -c 'grep "^Depends:" "$0" | grep -q libhwloc15 && grep "^Depends:" "$0" | grep -q libnuma1' "$out/control.txt"
+  if has_plugin; then
+    local pdir; pdir=$(sed -n 's/^NUMABIND_SLURM_PLUGIN_DIR:PATH=//p' "$BUILD/CMakeCache.txt")
+    case $pdir in /*) ;; *) pdir=/usr/$pdir ;; esac
+    check ".deb has the plugin in the Slurm plugin dir ($pdir)" c "$pdir/spank_numabind.so"
+    check ".deb has the plugin exactly once" test "$(grep -c '/spank_numabind\.so$' "$out/contents.txt")" = 1
+    check ".deb has /etc/slurm/plugstack.conf.d/numabind.conf" c /etc/slurm/plugstack.conf.d/numabind.conf
+    dpkg-deb -e "$deb" "$out/DEBIAN"
+    check "numabind.conf is a conffile" grep -qxF /etc/slurm/plugstack.conf.d/numabind.conf "$out/DEBIAN/conffiles"
+    dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./etc/slurm/plugstack.conf.d/numabind.conf >"$out/numabind.conf"
+    check "packaged numabind.conf names the packaged plugin" grep -qE "^required $pdir/spank_numabind\.so" "$out/numabind.conf"
+    check ".deb Depends on Slurm's plugins of the same release" grep -q '^Depends:.*slurm-wlm-basic-plugins (>= ' "$out/control.txt"
+  fi
+  finish
+}
+
+case $STEP in
+  install|consumer|man|examples|slurm|deb) "step_$STEP" ;;
+  *) echo "unknown step $STEP" >&2; exit 2 ;;
+esac

@@ -1,0 +1,471 @@
+#!/usr/bin/env bash
+# tests/spank/run_tests.sh — spank_numabind.so against a real Slurm (no mock).
+#
+#   run_tests.sh [PATH/spank_numabind.so]        (as root; default: build/spank/spank_numabind.so)
+#
+# Starts one 2-node test cluster (tests/slurm/cluster.sh: slurmd n1 and n2 on this machine,
+# 2 fake GPUs each) and reuses it for every case; each case rewrites DIR/plugstack.conf
+# (srun, sbatch and slurmstepd re-read it per launch). Topologies are this machine's real
+# CPUs plus fake NVIDIA GPUs (tests/tools/gen_topology.py), so bindings are really applied;
+# tasks read them back from /proc/self/status and get_mempolicy(2) (report.sh).
+# Expected CPU sets come from hwloc-calc on the generated XML, never from the plugin.
+# Exit 0: all passed; 1: a check failed; 77: skipped (not root / no Slurm).
+# NBSPANK_KEEP=1 keeps the cluster directory. NBSPANK_ONLY=regex runs matching cases only.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SO_SRC=${1:-$ROOT/build/spank/spank_numabind.so}
+CL=$ROOT/tests/slurm/cluster.sh
+GEN=$ROOT/tests/tools/gen_topology.py
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (starts slurmctld/slurmd)"
+for t in srun sbatch slurmd slurmctld munged hwloc-calc python3; do
+  command -v $t >/dev/null || skip "$t not found"
+done
+[ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found (build target spank_numabind)"; exit 1; }
+[ -x "$CL" ] || { echo "$CL missing"; exit 1; }
+[ -f "$GEN" ] || { echo "$GEN missing"; exit 1; }
+
+T0=$SECONDS
+D=$(mktemp -d "${TMPDIR:-/tmp}/nbspank.XXXXXX")
+chmod 0755 "$D"
+cleanup() {
+  local rc=$?
+  "$CL" stop "$D" >/dev/null 2>&1 || true
+  [ -n "${D2:-}" ] && { "$CL" stop "$D2" >/dev/null 2>&1 || true; rm -rf "$D2"; }
+  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$FAILS" -ne 0 ]; then
+    echo "cluster directory kept: $D"
+  else
+    rm -rf "$D"
+  fi
+  exit $rc
+}
+FAILS=0
+PASSES=0
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------------ fixtures
+cp "$SO_SRC" "$D/spank_numabind.so"   # readable by slurmstepd and the job user wherever the build is
+cp "$HERE/report.sh" "$D/report.sh"
+chmod 0755 "$D/spank_numabind.so" "$D/report.sh"
+mkdir -p "$D/topo"
+B0=0000:17:00.0   # physical GPU 0 (PCI order)
+B1=0000:27:00.0   # physical GPU 1
+gen() { python3 "$GEN" "$@" 2>/dev/null || { echo "gen_topology.py $* failed"; exit 1; }; }
+# one: the real machine (1 NUMA node, 1 L3) with GPU 0 below core 0, GPU 1 below core 1
+gen -o "$D/topo/one.xml" --gpu core:0=$B0 --gpu core:1=$B1
+# near/swap: the real PUs split into 2 NUMA nodes; GPU i on node i, or swapped
+gen -o "$D/topo/near.xml" --split-numa 2 --gpu numa:0=$B0 --gpu numa:1=$B1
+gen -o "$D/topo/swap.xml" --split-numa 2 --gpu numa:1=$B0 --gpu numa:0=$B1
+gen -o "$D/topo/nogpu.xml"
+cp "$D/topo/near.xml" "$D/topo/node-n1.xml"
+cp "$D/topo/swap.xml" "$D/topo/node-n2.xml"
+chmod 0644 "$D"/topo/*.xml
+
+# ---- independent expectations (hwloc-calc on the XML)
+tolist() {  # "0,1,2,5" -> "0-2,5"
+  python3 -c 'import sys
+v = sorted({int(x) for x in sys.argv[1].split(",") if x != ""})
+out, i = [], 0
+while i < len(v):
+    j = i
+    while j + 1 < len(v) and v[j + 1] == v[j] + 1: j += 1
+    out.append(str(v[i]) if i == j else "%d-%d" % (v[i], v[j])); i = j + 1
+print(",".join(out))' "$1"
+}
+bus() { [ "$1" = 0 ] && echo $B0 || echo $B1; }
+objs_of_gpu() {  # XML TYPE GPU -> "numa:0 numa:1" (logical indexes of TYPE objects around the GPU)
+  hwloc-calc --input "$1" -I "$2" --li pci="$(bus "$3")" | tr ',' '\n' | sed "s/^/$2:/" | tr '\n' ' '
+}
+pus_of() { tolist "$(hwloc-calc --input "$1" --po -I pu $2)"; }   # XML "obj obj" -> list
+node_cpus() { pus_of "$1" "$(objs_of_gpu "$1" numa "$2")"; }      # PUs of the GPU's NUMA node(s)
+pkg_cpus() { pus_of "$1" "$(objs_of_gpu "$1" package "$2")"; }
+l3_cpus() { pus_of "$1" "$(objs_of_gpu "$1" l3 "$2")"; }
+core_cpus() { pus_of "$1" "core:$2"; }
+numa_os() { hwloc-calc --input "$1" -I numa --po pci="$(bus "$2")"; }
+
+# ------------------------------------------------------------------ cluster
+if ! "$CL" start "$D" --nodes 2 --gpus 2 >"$D/cluster-start.log" 2>&1; then
+  cat "$D/cluster-start.log"
+  echo "cannot start the test cluster"
+  FAILS=1
+  exit 1
+fi
+# shellcheck disable=SC1091
+. "$D/env.sh"
+cd "$D" || exit 1
+
+# ------------------------------------------------------------------ helpers
+ok() { PASSES=$((PASSES + 1)); echo "ok   - $1"; }
+bad() {
+  FAILS=$((FAILS + 1))
+  echo "FAIL - $1"
+  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/       /'
+  [ -s "$D/err" ] && sed 's/^/       stderr: /' "$D/err" | head -n 8
+  return 0
+}
+check() {  # name expected actual
+  if [ "$2" = "$3" ]; then ok "$1"; else
+    bad "$1" "expected: $(printf '%s' "$2" | tr '\n' '|')
+actual:   $(printf '%s' "$3" | tr '\n' '|')"
+  fi
+}
+check_grep() {  # name regex file
+  if grep -Eq -- "$2" "$3"; then ok "$1"; else bad "$1" "no line matching /$2/ in $(basename "$3")"; fi
+}
+plug() { echo "required $D/spank_numabind.so $*" >"$D/plugstack.conf"; }
+# run srun with the task probe; stdout (R lines sorted by rank) in $D/out, stderr in $D/err, rc in RC
+tasks() {
+  timeout 60 srun "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
+  RC=$?
+  grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
+}
+col() {  # KEY -> that field of every R line, "rank:value" per line
+  awk -v k="$2" '{ r = ""; v = ""
+    for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] == "rank") r = a[2]; if (a[1] == k) v = substr($i, length(k) + 2) }
+    print r ":" v }' "$1"
+}
+mc() { paste -d: <(col "$1" mode) <(col "$1" cpus | cut -d: -f2); }  # "rank:mode:cpus"
+want() {  # "0:x" "1:y" ... -> lines
+  printf '%s\n' "$@"
+}
+case_on() { [ -z "${NBSPANK_ONLY:-}" ] || [[ "$1" =~ $NBSPANK_ONLY ]]; }
+
+ONE=$D/topo/one.xml NEAR=$D/topo/near.xml SWAP=$D/topo/swap.xml NOGPU=$D/topo/nogpu.xml
+N1=(-N1 -w n1)
+
+# Slurm's own per-task binding, without the plugin binding anything (default=none)
+plug "topology=$ONE"
+tasks "${N1[@]}" -n2
+BASE=$(col "$D/out" cpus)
+check "baseline: plugin loaded, default none: tasks keep Slurm's binding, no NUMABIND_*" \
+  "$(want 0:unset 1:unset)" "$(col "$D/out" mode)"
+
+# ------------------------------------------------------------------ modes
+if case_on modes; then
+  plug "topology=$ONE"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check "mode node (one NUMA node, shared GPUs): CPUs = NUMA node of the GPU" \
+    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  check "mode node: NUMABIND_MODE/NUMABIND_DEVICE exported" "$(want 0:node/0 1:node/1)" \
+    "$(paste -d/ <(col "$D/out" mode) <(col "$D/out" dev | cut -d: -f2))"
+  check "mode node: default memory policy prefer -> preferred on the GPU's node" \
+    "$(want "0:preferred:$(numa_os "$ONE" 0)" "1:preferred:$(numa_os "$ONE" 1)")" "$(col "$D/out" mem)"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=socket
+  check "mode socket: CPUs = package of the GPU" \
+    "$(want "0:socket:$(pkg_cpus "$ONE" 0)" "1:socket:$(pkg_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive
+  check "mode exclusive: 2 tasks on one node split its cores" \
+    "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex
+  check "mode core-complex: 2 tasks, 1 L3 -> the L3 split per task" \
+    "$(want "0:core-complex:$(core_cpus "$ONE" 0)" "1:core-complex:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  plug "topology=$SWAP"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex,mem=none
+  check "mode core-complex (2 L3, GPUs swapped): CPUs = L3 of the GPU" \
+    "$(want "0:core-complex:$(l3_cpus "$SWAP" 0)" "1:core-complex:$(l3_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
+  check "mode none: NUMABIND_MODE=none, Slurm's binding untouched" \
+    "$(want 0:none 1:none)"$'\n'"$BASE" "$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
+fi
+
+# ------------------------------------------------------------------ memory policies
+if case_on mem; then
+  plug "topology=$ONE"
+  for m in bind:bind interleave:interleave none:default; do
+    tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=${m%%:*}
+    exp=${m#*:}:$(numa_os "$ONE" 0)
+    [ "${m%%:*}" = none ] && exp=default:
+    check "mem=${m%%:*}: policy read back" "$(want "0:$exp" "1:$exp")" "$(col "$D/out" mem)"
+  done
+  plug "topology=$ONE mem=interleave"
+  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node
+  check "plugstack mem=interleave is the default policy" "0:interleave:$(numa_os "$ONE" 0)" "$(col "$D/out" mem)"
+  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=bind
+  check "option mem=bind overrides plugstack mem=" "0:bind:$(numa_os "$ONE" 0)" "$(col "$D/out" mem)"
+fi
+
+# ------------------------------------------------------------------ GPUs per task / per node
+if case_on gpus; then
+  plug "topology=$SWAP"
+  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check "--gpus-per-task=1: each task sees one GPU" "$(want 0:0 1:1)" "$(col "$D/out" cvd)"
+  check "--gpus-per-task=1: task bound to its own GPU's node (swapped topology)" \
+    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=none
+  check "--gpus-per-node=2: all tasks see all GPUs" "$(want 0:0,1 1:0,1)" "$(col "$D/out" cvd)"
+  check "--gpus-per-node=2: task r uses GPU r" \
+    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=1 --numa-binding=node,mem=none
+  g=$(col "$D/out" cvd | head -n1 | cut -d: -f2)
+  check "--gpus-per-node=1: both tasks share the step's GPU $g" \
+    "$(want "0:node:$(node_cpus "$SWAP" "$g")" "1:node:$(node_cpus "$SWAP" "$g")")" "$(mc "$D/out")"
+  plug "topology=$NEAR"
+  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=exclusive,mem=none
+  check "exclusive with --gpus-per-task=1 (GPU per NUMA node): each task its node's cores" \
+    "$(want "0:exclusive:$(node_cpus "$NEAR" 0)" "1:exclusive:$(node_cpus "$NEAR" 1)")" "$(mc "$D/out")"
+fi
+
+# ------------------------------------------------------------------ verbose
+if case_on verbose; then
+  plug "topology=$SWAP"
+  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose,mem=none
+  check "verbose: exactly one numabind line per task on srun's stderr" 2 "$(grep -c '^numabind: ' "$D/err")"
+  for r in 0 1; do
+    check_grep "verbose: task $r line names node, task, local rank, device+PCI, its NUMA node, CPUs, mems, policy" \
+      "^numabind: node n1 task $r \(local rank $r\): mode node, device $r \($(bus $r)\) on NUMA $(numa_os "$SWAP" $r), cpus $(node_cpus "$SWAP" $r), mems .* \(none\)" "$D/err"
+  done
+  t=$(sed -n 's/.*; took \([0-9]*\) us (step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
+  [ -n "$t" ] && echo "info - plugin's own timing: task_init ${t%% *} us per task, step setup (topology load) ${t##* } us"
+  plug "topology=$ONE verbose default=node"
+  tasks "${N1[@]}" -n2
+  check "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
+  plug "topology=$ONE"
+  tasks "${N1[@]}" -n2 --numa-binding=node
+  check "without verbose: nothing on stderr" "" "$(cat "$D/err")"
+fi
+
+# ------------------------------------------------------------------ bad values
+if case_on bad; then
+  plug "topology=$ONE"
+  rm -f "$D/marker"
+  timeout 30 srun "${N1[@]}" -n1 --numa-binding=bogus touch "$D/marker" 2>"$D/err"; rc=$?
+  check "bad option value: srun refuses (rc!=0), nothing launched" "refused,nolaunch" \
+    "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch)"
+  check "bad option value: one numabind line naming it and the valid modes" 1 \
+    "$(grep -c "numabind: invalid --numa-binding mode 'bogus'.*none, node, socket, exclusive, core-complex" "$D/err")"
+  for v in node,fast node,mem=fast node,verbose,verbose ""; do
+    timeout 30 srun "${N1[@]}" -n1 --numa-binding="$v" touch "$D/marker" 2>"$D/err"; rc=$?
+    check "bad option value '$v': refused before launch" "refused,nolaunch" \
+      "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch)"
+    [ "$v" = node,mem=fast ] &&
+      check_grep "bad memory policy: one line naming it and the valid policies" \
+        "numabind: invalid --numa-binding memory policy 'fast'.*prefer, bind, interleave, none" "$D/err"
+  done
+  SLURM_SPANK__SLURM_SPANK_OPTION_numabind_numa_binding=bogus timeout 30 srun "${N1[@]}" -n1 touch "$D/marker" 2>"$D/err"; rc=$?
+  check "bad value in SLURM_SPANK_* environment: srun refuses before launch" "refused,nolaunch" \
+    "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch)"
+  check_grep "bad environment value: named with the valid modes" "numabind: invalid --numa-binding mode 'bogus'" "$D/err"
+  timeout 30 sbatch "${N1[@]}" -n1 --numa-binding=bogus --wrap "touch $D/marker" >/dev/null 2>"$D/err"; rc=$?
+  check "bad option value: sbatch refuses (no job)" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
+  printf '#!/bin/sh\n#SBATCH --numa-binding=sockets\ntouch %s\n' "$D/marker" >"$D/bad.sbatch"
+  timeout 30 sbatch "${N1[@]}" -n1 "$D/bad.sbatch" >/dev/null 2>"$D/err"; rc=$?
+  check "bad #SBATCH --numa-binding: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
+  check_grep "bad #SBATCH value: named" "'sockets'" "$D/err"
+  SLURM_SPANK__SLURM_SPANK_OPTION_numabind_numa_binding=bogus timeout 30 sbatch "${N1[@]}" -n1 --wrap true >/dev/null 2>"$D/err"; rc=$?
+  check "bad value in environment: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
+  for a in "bogus=1" "default=fast" "fallback=maybe" "respect_cpu_bind=perhaps" "devices=zz" \
+           "topology=relative.xml" "topology=/x/%q.xml" "mem=all" "default=node default=node"; do
+    plug "topology=$ONE $a"
+    timeout 30 srun "${N1[@]}" -n1 touch "$D/marker" 2>"$D/err"; rc=$?
+    key=${a%%=*}
+    check "plugstack '$a': plugin refuses to load, srun fails before launch" "refused,nolaunch,named" \
+      "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch),$(grep -q "numabind: plugstack.conf: .*$key" "$D/err" && echo named || echo unnamed)"
+  done
+  plug "topology=$ONE"
+fi
+
+# ------------------------------------------------------------------ sbatch
+if case_on sbatch; then
+  plug "topology=$SWAP"
+  cat >"$D/job.sbatch" <<EOF
+#!/bin/sh
+#SBATCH --numa-binding=node,mem=none
+$D/report.sh batch
+srun -n2 --gpus-per-task=1 $D/report.sh inherited
+srun -n2 --gpus-per-task=1 --numa-binding=exclusive,mem=none $D/report.sh override
+srun -n2 --gpus-per-task=1 --numa-binding=none $D/report.sh none
+EOF
+  timeout 90 sbatch --wait "${N1[@]}" -n2 --gpus=2 -o "$D/job.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
+  check "sbatch --wait job ran" 0 "$rc"
+  for tag in inherited override none; do grep "^R $tag " "$D/job.out" | sort -t= -k2,2n >"$D/out.$tag"; done
+  check "#SBATCH --numa-binding reaches every srun step (mode)" "$(want 0:node 1:node)" "$(col "$D/out.inherited" mode)"
+  check "#SBATCH --numa-binding: step tasks bound to their GPU's node" \
+    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.inherited")"
+  check "srun's own --numa-binding overrides #SBATCH (exclusive, per-task GPUs)" \
+    "$(want "0:exclusive:$(node_cpus "$SWAP" 0)" "1:exclusive:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.override")"
+  check "srun --numa-binding=none overrides #SBATCH" "$(want 0:none 1:none)" "$(col "$D/out.none" mode)"
+  grep '^R batch ' "$D/job.out" >"$D/out.batch"
+  check "batch_step=no (default): the batch shell is not bound" "0:unset" "$(col "$D/out.batch" mode)"
+
+  plug "topology=$SWAP batch_step=yes"
+  timeout 90 sbatch --wait "${N1[@]}" -n1 --gpus=1 -o "$D/job2.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
+  grep '^R batch ' "$D/job2.out" >"$D/out.batch"
+  g=$(col "$D/out.batch" cvd | cut -d: -f2)
+  check "batch_step=yes: the batch shell is bound to its GPU ($g)'s node" "0:node:$(node_cpus "$SWAP" "${g:-0}")" \
+    "$(col "$D/out.batch" mode | cut -d: -f2 | sed 's/^/0:/'):$(col "$D/out.batch" cpus | cut -d: -f2)"
+
+  plug "topology=$ONE default=node"
+  printf '#!/bin/sh\nsrun -n2 %s/report.sh step\n' "$D" >"$D/job3.sbatch"
+  timeout 90 sbatch --wait "${N1[@]}" -n2 -o "$D/job3.out" "$D/job3.sbatch" >/dev/null 2>"$D/err"
+  grep '^R step ' "$D/job3.out" | sort -t= -k2,2n >"$D/out"
+  check "plugstack default=node applies to steps of a batch job" \
+    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+fi
+
+# ------------------------------------------------------------------ site default, respect_cpu_bind
+if case_on default; then
+  plug "topology=$ONE default=node"
+  tasks "${N1[@]}" -n2
+  check "default=node without any option: tasks bound" \
+    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+  tasks "${N1[@]}" -n2 --cpu-bind=cores
+  check "respect_cpu_bind=yes (default): explicit --cpu-bind wins over the site default" \
+    "$(want 0:unset 1:unset)"$'\n'"$BASE" "$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
+  tasks "${N1[@]}" -n2 --cpu-bind=cores --numa-binding=node
+  check "explicit --numa-binding applies even with --cpu-bind" \
+    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+  plug "topology=$ONE default=node respect_cpu_bind=no"
+  tasks "${N1[@]}" -n2 --cpu-bind=cores
+  check "respect_cpu_bind=no: the site default overrides --cpu-bind" \
+    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+  plug "topology=$ONE default=exclusive mem=none"
+  tasks "${N1[@]}" -n2 --numa-binding=node
+  check "explicit --numa-binding overrides default=" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
+fi
+
+# ------------------------------------------------------------------ fallback
+if case_on fallback; then
+  plug "topology=$NOGPU default=node"
+  tasks "${N1[@]}" -n2
+  check "fallback=warn (default), no GPU in topology: tasks run (rc 0), unbound, NUMABIND_MODE=none" \
+    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
+  check "fallback=warn: one warning per task naming the reason" 2 \
+    "$(grep -c '^numabind: warning: node n1 task [01] .*no accelerator.*running unbound (fallback=warn)' "$D/err")"
+  plug "topology=$NOGPU default=node fallback=fail"
+  tasks "${N1[@]}" -n2
+  check "fallback=fail, no GPU: srun fails, no task ran" "failed,0" \
+    "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
+  check_grep "fallback=fail: clear error on srun's stderr" "numabind: error: node n1 task [01] .*no accelerator.*\(fallback=fail\)" "$D/err"
+  plug "topology=$ONE fallback=fail"
+  tasks "${N1[@]}" -n3 -O --numa-binding=exclusive
+  check "fallback=fail, exclusive with 3 tasks on 2 PUs: srun fails" "failed" "$([ $RC -ne 0 ] && echo failed || echo rc=0)"
+  check_grep "fallback=fail: impossible exclusive split reported" "numabind: error: .*exclusive binding impossible" "$D/err"
+  plug "topology=$ONE fallback=warn"
+  tasks "${N1[@]}" -n3 -O --numa-binding=exclusive
+  check "fallback=warn, exclusive with 3 tasks on 2 PUs: 3 tasks run unbound" "0,3,none" \
+    "$RC,$(wc -l <"$D/out" | tr -d ' '),$(col "$D/out" mode | cut -d: -f2 | sort -u | tr '\n' ' ' | xargs)"
+  plug "topology=$D/topo/missing-%n.xml fallback=fail"
+  tasks "${N1[@]}" -n1 --numa-binding=node
+  check_grep "fallback=fail, missing topology file: error names the file" "numabind: error: .*missing-n1.xml" "$D/err"
+fi
+
+# ------------------------------------------------------------------ non-root user
+if case_on user; then
+  plug "topology=$SWAP"
+  su nbtest -s /bin/sh -c ". '$D/env.sh'; cd /tmp; timeout 60 srun -N1 -w n1 -n2 --gpus-per-task=1 --numa-binding=node,mem=none,verbose '$D/report.sh'" \
+    >"$D/out.raw" 2>"$D/err"
+  grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
+  check "job of user nbtest: tasks bound to their GPU's node" \
+    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" \
+    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+  check "job of user nbtest: verbose lines" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
+fi
+
+# ------------------------------------------------------------------ two nodes, two topologies
+if case_on nodes; then
+  plug "topology=$D/topo/node-%n.xml"
+  tasks -N2 -n2 --gpus-per-node=1 --numa-binding=node,mem=none
+  g1=$(awk '/node=n1/' "$D/out" | col /dev/stdin cvd | cut -d: -f2)
+  g2=$(awk '/node=n2/' "$D/out" | col /dev/stdin cvd | cut -d: -f2)
+  check "2 nodes: each node plans from its own topology (topology=...-%n.xml)" \
+    "n1:$(node_cpus "$D/topo/node-n1.xml" "${g1:-0}") n2:$(node_cpus "$D/topo/node-n2.xml" "${g2:-0}")" \
+    "n1:$(awk '/node=n1/' "$D/out" | col /dev/stdin cpus | cut -d: -f2) n2:$(awk '/node=n2/' "$D/out" | col /dev/stdin cpus | cut -d: -f2)"
+  check "2 nodes: both tasks bound (mode node)" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
+fi
+
+# ------------------------------------------------------------------ PMIx
+if case_on pmix; then
+  plug "topology=$SWAP"
+  tasks "${N1[@]}" -n2 --mpi=pmix --gpus-per-task=1 --numa-binding=node,mem=none
+  check "--mpi=pmix: tasks run and are bound, PMIx env intact" \
+    "0:node:$(node_cpus "$SWAP" 0):0 1:node:$(node_cpus "$SWAP" 1):1" \
+    "$(paste -d: <(mc "$D/out") <(col "$D/out" pmix | cut -d: -f2) | tr '\n' ' ' | xargs)"
+  if command -v mpicc >/dev/null && mpicc -O1 -o "$D/mpi_hello" "$HERE/mpi_hello.c" 2>"$D/err"; then
+    timeout 60 srun "${N1[@]}" -n2 --mpi=pmix --gpus-per-task=1 --numa-binding=node,mem=none "$D/mpi_hello" \
+      >"$D/out.raw" 2>"$D/err"; RC=$?
+    check "--mpi=pmix MPI program: MPI_Init/Allreduce work under the plugin, ranks bound" \
+      "0|rank=0 size=2 local=0 cpus=$(node_cpus "$SWAP" 0) sum=1|rank=1 size=2 local=1 cpus=$(node_cpus "$SWAP" 1) sum=1" \
+      "$RC|$(grep '^M ' "$D/out.raw" | sed 's/^M //' | sort | paste -sd'|')"
+  else
+    echo "note - mpicc not usable: MPI program case skipped"
+  fi
+fi
+
+# ------------------------------------------------------------------ overhead
+if case_on overhead; then
+  cat >"$D/bench.sh" <<EOF
+#!/bin/bash
+# steps inside one allocation: empty plugstack, plugin with default none, plugin binding
+t() { local s=\$(date +%s%N); for i in 1 2 3 4 5 6 7 8 9 10; do srun -n2 true; done; echo \$(( (\$(date +%s%N) - s) / 10000 )); }
+: >"$D/plugstack.conf"; t >/dev/null
+: >"$D/plugstack.conf"; a=\$(t)
+echo "required $D/spank_numabind.so topology=$ONE" >"$D/plugstack.conf"; b=\$(t)
+echo "required $D/spank_numabind.so topology=$ONE default=exclusive" >"$D/plugstack.conf"; c=\$(t)
+: >"$D/plugstack.conf"; a2=\$(t)
+echo "required $D/spank_numabind.so topology=$ONE default=exclusive" >"$D/plugstack.conf"; c2=\$(t)
+echo "BENCH none=\$a,\$a2 loaded=\$b bind=\$c,\$c2"
+EOF
+  chmod 0755 "$D/bench.sh"
+  line=$(timeout 120 salloc "${N1[@]}" -n2 "$D/bench.sh" 2>/dev/null | grep '^BENCH')
+  # microseconds per step -> "x.y" ms
+  fmt() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
+  if [ -n "$line" ]; then
+    set -- $(echo "$line" | sed 's/BENCH //; s/[a-z]*=//g; s/,/ /g')
+    echo "info - per-step time (srun -n2 true, mean of 10, ms): no plugin $(fmt $1)/$(fmt $2)," \
+         "plugin loaded (default none) $(fmt $3), plugin binding (exclusive) $(fmt $4)/$(fmt $5)"
+    ok "overhead measured"
+  else
+    bad "overhead: bench did not run"
+  fi
+  plug "topology=$ONE"
+fi
+
+# ------------------------------------------------------------------ salloc
+if case_on salloc; then
+  plug "topology=$ONE"
+  timeout 60 salloc "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive \
+    srun -n2 "$D/report.sh" >"$D/out.raw" 2>"$D/err"
+  grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
+  check "salloc --numa-binding reaches the steps of the allocation" \
+    "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
+fi
+
+# ------------------------------------------------------------------ cgroup cpuset (own cluster)
+if case_on cgroup; then
+  "$CL" stop "$D" >/dev/null 2>&1
+  D2=$D/cg
+  if "$CL" start "$D2" --nodes 1 --cgroup --gpus 2 >"$D/cluster-cg.log" 2>&1; then
+    echo "required $D/spank_numabind.so topology=$SWAP verbose" >"$D2/plugstack.conf"
+    tasks() {
+      SLURM_CONF=$D2/slurm.conf timeout 60 srun "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
+      RC=$?
+      grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
+    }
+    # one core allocated; GPU 0 lives on the other NUMA node (swap.xml) unless Slurm gave core 1
+    tasks -n1 -c1 --gpus=1 --numa-binding=node,mem=none
+    cg=$(col "$D/out" cgcpus | cut -d: -f2)
+    home=$(node_cpus "$SWAP" 0)
+    check "task/cgroup: the binding stays inside the step's cpuset ($cg), never Slurm's affinity" \
+      "0:node:$cg" "$(mc "$D/out")"
+    if [ "$cg" != "$home" ]; then
+      check_grep "task/cgroup: GPU home without an allowed CPU -> nearest allowed CPUs, with a warning" \
+        "no allowed CPU on NUMA node\(s\) $(numa_os "$SWAP" 0) of device 0" "$D/err"
+    fi
+    tasks -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+    check "task/cgroup, 2 tasks with a GPU each: each on its GPU's node" \
+      "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  else
+    bad "cgroup cluster did not start: $(tail -n 3 "$D/cluster-cg.log")"
+  fi
+fi
+
+echo "# $PASSES passed, $FAILS failed in $((SECONDS - T0)) s"
+[ "$FAILS" -eq 0 ]

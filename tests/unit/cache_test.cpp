@@ -1,0 +1,205 @@
+// The per-boot topology cache (include/numabind/topology_cache.hpp), issue 7.
+// Runs against this machine; the writing tests need root (the cache trusts only
+// root-owned files) and skip otherwise.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "numabind/error.hpp"
+#include "numabind/topology_cache.hpp"
+
+namespace nb = numabind;
+
+namespace {
+
+class CacheTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/numabind-cache-test-XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        base_ = tmpl;
+        opts_.dir = base_ + "/cache";  // created by the writer
+    }
+    void TearDown() override {
+        std::string cmd = "rm -rf '" + base_ + "'";
+        ASSERT_EQ(std::system(cmd.c_str()), 0);
+    }
+    static bool root() { return geteuid() == 0; }
+    std::string path() const { return nb::topology_cache_path(opts_, nb::topology_cache_key()); }
+    static mode_t mode_of(const std::string& p) {
+        struct stat st {};
+        EXPECT_EQ(lstat(p.c_str(), &st), 0) << p;
+        return st.st_mode & 07777;
+    }
+    static void write_file(const std::string& p, const std::string& text) { std::ofstream(p) << text; }
+
+    std::string base_;
+    nb::TopologyCacheOptions opts_;
+};
+
+void expect_same_model(const nb::Topology& a, const nb::Topology& b) {
+    ASSERT_EQ(a.cores.size(), b.cores.size());
+    for (size_t i = 0; i < a.cores.size(); ++i) {
+        EXPECT_EQ(a.cores[i].pus, b.cores[i].pus);
+        EXPECT_EQ(a.cores[i].l3, b.cores[i].l3);
+        EXPECT_EQ(a.cores[i].package, b.cores[i].package);
+    }
+    ASSERT_EQ(a.numa_nodes.size(), b.numa_nodes.size());
+    for (size_t i = 0; i < a.numa_nodes.size(); ++i) {
+        EXPECT_EQ(a.numa_nodes[i].os_index, b.numa_nodes[i].os_index);
+        EXPECT_EQ(a.numa_nodes[i].pus, b.numa_nodes[i].pus);
+    }
+    EXPECT_EQ(a.l3_groups.size(), b.l3_groups.size());
+    EXPECT_EQ(a.packages.size(), b.packages.size());
+    ASSERT_EQ(a.pci_devices.size(), b.pci_devices.size());
+    for (size_t i = 0; i < a.pci_devices.size(); ++i) {
+        EXPECT_EQ(a.pci_devices[i].address, b.pci_devices[i].address);
+        EXPECT_EQ(a.pci_devices[i].locality, b.pci_devices[i].locality);
+        EXPECT_EQ(a.pci_devices[i].class_id, b.pci_devices[i].class_id);
+    }
+    EXPECT_EQ(a.distances, b.distances);
+}
+
+TEST_F(CacheTest, KeyIsStableAndNamesThisBoot) {
+    const std::string k = nb::topology_cache_key();
+    EXPECT_EQ(k, nb::topology_cache_key());
+    EXPECT_NE(k.find("hwloc "), std::string::npos) << k;
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string boot;
+    if (in >> boot) EXPECT_NE(k.find(boot), std::string::npos) << k;
+    const std::string p = path();
+    EXPECT_EQ(p.rfind(opts_.dir + "/topology-", 0), 0u) << p;
+    EXPECT_EQ(p.size(), opts_.dir.size() + std::string("/topology-0123456789abcdef.xml").size()) << p;
+}
+
+TEST_F(CacheTest, WriteThenHitGivesTheLiveModel) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    const std::string written = nb::write_topology_cache(opts_);
+    EXPECT_EQ(written, path());
+    EXPECT_EQ(mode_of(opts_.dir), 0755u);
+    EXPECT_EQ(mode_of(written), 0644u);
+
+    nb::CacheOutcome out;
+    auto cached = nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Hit) << out.detail;
+    EXPECT_EQ(out.path, written);
+    EXPECT_TRUE(cached->is_this_system());
+    nb::HwlocTopology live(nb::LoadOptions{});
+    expect_same_model(live.model(), cached->model());
+    EXPECT_EQ(live.allowed_cpus(), cached->allowed_cpus());
+    EXPECT_EQ(live.allowed_mems(), cached->allowed_mems());
+}
+
+TEST_F(CacheTest, MissWritesThenHits) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    nb::CacheOutcome out;
+    nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Written) << out.detail;
+    nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Hit) << out.detail;
+}
+
+TEST_F(CacheTest, NoWriteWhenDisabledByOptions) {
+    nb::TopologyCacheOptions o = opts_;
+    o.write = false;
+    nb::CacheOutcome out;
+    auto t = nb::load_this_machine(o, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss);
+    EXPECT_FALSE(t->model().cores.empty());
+    struct stat st {};
+    EXPECT_NE(lstat(o.dir.c_str(), &st), 0);  // nothing created
+}
+
+TEST_F(CacheTest, UntrustedFileOrDirectoryIsIgnored) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    const std::string p = nb::write_topology_cache(opts_);
+    nb::TopologyCacheOptions ro = opts_;
+    ro.write = false;
+    nb::CacheOutcome out;
+
+    ASSERT_EQ(chmod(p.c_str(), 0666), 0);  // world-writable file
+    nb::load_this_machine(ro, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss);
+    EXPECT_NE(out.detail.find("not a root-owned regular file"), std::string::npos) << out.detail;
+    ASSERT_EQ(chmod(p.c_str(), 0644), 0);
+
+    ASSERT_EQ(chmod(opts_.dir.c_str(), 0777), 0);  // world-writable directory
+    nb::load_this_machine(ro, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss);
+    EXPECT_NE(out.detail.find("cache directory"), std::string::npos) << out.detail;
+    EXPECT_THROW(nb::write_topology_cache(opts_), nb::Error);  // and never written into
+    ASSERT_EQ(chmod(opts_.dir.c_str(), 0755), 0);
+
+    ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0);  // owned by someone else
+    nb::load_this_machine(ro, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss);
+    ASSERT_EQ(unlink(p.c_str()), 0);
+
+    const std::string target = base_ + "/elsewhere.xml";  // a symlink is never followed
+    nb::write_topology_cache(opts_);
+    ASSERT_EQ(rename(p.c_str(), target.c_str()), 0);
+    ASSERT_EQ(symlink(target.c_str(), p.c_str()), 0);
+    nb::load_this_machine(ro, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss) << out.detail;
+}
+
+TEST_F(CacheTest, CorruptOrForeignFileFallsBackAndIsReplaced) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    const std::string p = nb::write_topology_cache(opts_);
+    nb::CacheOutcome out;
+
+    write_file(p, "<topology>garbage");
+    auto t = nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Written) << out.detail;
+    EXPECT_NE(out.detail.find("unusable"), std::string::npos) << out.detail;
+    EXPECT_FALSE(t->model().cores.empty());
+    nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Hit) << out.detail;
+
+    // A valid XML stored under this key's name but carrying another key (a hash collision,
+    // or a file copied from another boot) is not used.
+    nb::HwlocTopology live(nb::LoadOptions{});
+    write_file(p, live.export_xml({{"NumabindCacheKey", "another key"}}));
+    nb::TopologyCacheOptions ro = opts_;
+    ro.write = false;
+    nb::load_this_machine(ro, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss);
+    EXPECT_NE(out.detail.find("another key"), std::string::npos) << out.detail;
+}
+
+TEST_F(CacheTest, WritingRemovesStaleFiles) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    ASSERT_EQ(mkdir(opts_.dir.c_str(), 0755), 0);
+    const std::string stale = opts_.dir + "/topology-0000000000000000.xml";
+    const std::string other = opts_.dir + "/unrelated.txt";
+    write_file(stale, "old");
+    write_file(other, "keep");
+    const std::string p = nb::write_topology_cache(opts_);
+    struct stat st {};
+    EXPECT_EQ(lstat(p.c_str(), &st), 0);
+    EXPECT_NE(lstat(stale.c_str(), &st), 0);
+    EXPECT_EQ(lstat(other.c_str(), &st), 0);
+}
+
+TEST_F(CacheTest, NonRootCannotWrite) {
+    if (root()) GTEST_SKIP() << "runs as a non-root user only";
+    EXPECT_THROW(nb::write_topology_cache(opts_), nb::Error);
+}
+
+TEST_F(CacheTest, HwlocOverrideVariableBypassesTheCache) {
+    setenv("HWLOC_SYNTHETIC", "node:2 core:2 pu:1", 1);
+    nb::CacheOutcome out;
+    auto t = nb::load_this_machine(opts_, &out);
+    unsetenv("HWLOC_SYNTHETIC");
+    EXPECT_EQ(out.result, nb::CacheResult::Disabled);
+    EXPECT_NE(out.detail.find("HWLOC_SYNTHETIC"), std::string::npos);
+    struct stat st {};
+    EXPECT_NE(lstat(opts_.dir.c_str(), &st), 0);  // nothing written
+    EXPECT_FALSE(t->model().cores.empty());
+}
+
+}  // namespace

@@ -1,0 +1,493 @@
+#!/usr/bin/env python3
+"""Check what numabind did inside the test guest against the guest kernel's own facts.
+
+    check_bindings.py [--strict] SHAPE CASES OUTPUT
+
+SHAPE   epyc or snc (only used in messages and for shape-specific checks)
+CASES   the case table the payload ran (tests/vm/payload/SHAPE.cases)
+OUTPUT  PAYLOAD_DIR/output.txt written by tests/vm/payload/run.sh in the guest
+
+Every expected CPU set, node and L3 comes from the kernel facts printed by
+guest-facts.sh in the same guest (/sys/devices/system/node, /sys/devices/system/cpu,
+/sys/bus/pci/devices): never from numabind's or hwloc's output. numabind's own
+`plan --json` is only compared with what `run` actually applied (probe: the kernel's
+Cpus_allowed_list, get_mempolicy, /proc/self/numa_maps page counts).
+
+Prints PASS/FAIL/XFAIL/XPASS lines and a summary; exit 0 when nothing FAILed.
+XFAIL marks checks of known numabind bugs (KNOWN_BUGS below): they do not fail the
+run unless --strict (or NBVM_STRICT=1) is given; an XPASS means the bug is gone.
+"""
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+# Known numabind defects, by check tag: (check, short description). See the report in
+# tests/vm/README.md ("numabind VM binding test").
+KNOWN_BUGS = {
+    "cross-home-overlap": "exclusive/core-complex split CPUs only among tasks whose home node "
+                          "sets are identical; a task whose home is all nodes (machine-level or "
+                          "CPU-less-node device) gets CPUs that overlap those of tasks on one node",
+}
+
+
+# ---------------------------------------------------------------------------- helpers
+def parse_list(text):
+    """'0-3,6' -> {0,1,2,3,6}; '' -> set()"""
+    out = set()
+    text = text.strip()
+    if not text:
+        return out
+    for part in text.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.update(range(int(a), int(b) + 1))
+        else:
+            out.add(int(part))
+    return out
+
+
+def fmt(s):
+    """{0,1,2,4} -> '0-2,4'"""
+    s = sorted(s)
+    if not s:
+        return "(none)"
+    out, i = [], 0
+    while i < len(s):
+        j = i
+        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
+            j += 1
+        out.append(str(s[i]) if i == j else "%d-%d" % (s[i], s[j]))
+        i = j + 1
+    return ",".join(out)
+
+
+def pci_key(addr):
+    dom, bus, rest = addr.split(":")
+    dev, fn = rest.split(".")
+    return (int(dom, 16), int(bus, 16), int(dev, 16), int(fn, 16))
+
+
+class Result:
+    def __init__(self, strict):
+        self.strict = strict
+        self.counts = defaultdict(int)
+
+    def check(self, ok, what, detail="", known=None):
+        if known and not self.strict:
+            tag = "XPASS" if ok else "XFAIL"
+            if not ok:
+                detail = (detail + "; " if detail else "") + "known numabind bug: " + KNOWN_BUGS[known]
+        else:
+            tag = "PASS" if ok else "FAIL"
+        self.counts[tag] += 1
+        print("%s %s%s" % (tag, what, (" -- " + detail) if detail and (not ok or tag == "XPASS") else ""))
+        return ok
+
+
+# ---------------------------------------------------------------------------- parsing
+def parse_output(path):
+    """-> facts dict, topo {match: (rc, json|None, err)}, plans {id: (rc, json, err)},
+    runs {(id, rank): (rc, {key: value}, [other lines])}, timings [str]"""
+    facts, topo, plans, runs, times = {}, {}, {}, {}, []
+    block, name, lines = None, None, []
+    with open(path, errors="replace") as f:
+        for raw in f:
+            line = raw.rstrip("\n").rstrip("\r")
+            if block is None:
+                if line == "@@FACTS":
+                    block, lines = "facts", []
+                elif line.startswith("@@TOPO "):
+                    block, name, lines = "topo", line[7:], []
+                elif line.startswith("@@PLAN "):
+                    block, name, lines = "plan", line[7:], []
+                elif line.startswith("@@RUN "):
+                    _, cid, rank = line.split()
+                    block, name, lines = "run", (cid, int(rank)), []
+                elif line.startswith("@@TIME ") or line.startswith("@@GUEST_UPTIME"):
+                    times.append(line[2:])
+                continue
+            if line != "@@END":
+                lines.append(line)
+                continue
+            rc = None
+            body, err = [], []
+            for ln in lines:
+                if ln.startswith("@@RC "):
+                    rc = int(ln[5:])
+                elif ln.startswith("@@ERR "):
+                    err.append(ln[6:])
+                else:
+                    body.append(ln)
+            if block == "facts":
+                for ln in body:
+                    if "=" in ln:
+                        k, v = ln.split("=", 1)
+                        facts[k] = v
+            elif block in ("topo", "plan"):
+                try:
+                    js = json.loads("\n".join(body)) if rc == 0 else None
+                except ValueError as e:
+                    js = None
+                    err.append("bad JSON: %s" % e)
+                (topo if block == "topo" else plans)[name] = (rc, js, err)
+            else:
+                kv, other = {}, []
+                for ln in body:
+                    m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", ln)
+                    if m and m.group(1) not in kv:
+                        kv[m.group(1)] = m.group(2)
+                    else:
+                        other.append(ln)
+                runs[name] = (rc, kv, other)
+            block = None
+    return facts, topo, plans, runs, times
+
+
+def parse_cases(path):
+    cases = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            cid, ntasks, mib, args = line.split("|", 3)
+            argv = args.split()
+            opts = {}
+            i = 0
+            while i < len(argv):
+                if argv[i].startswith("--") and i + 1 < len(argv):
+                    opts[argv[i][2:]] = argv[i + 1]
+                    i += 2
+                else:
+                    i += 1
+            cases.append({"id": cid, "ntasks": int(ntasks), "mib": int(mib), "args": args,
+                          "mode": opts.get("mode", "node"), "mem": opts.get("mem", "prefer"),
+                          "devices": [int(x) for x in opts["devices"].split(",")] if "devices" in opts else None,
+                          "match": opts.get("device-match", "")})
+    return cases
+
+
+# ---------------------------------------------------------------------------- kernel model
+class Kernel:
+    """The guest's topology as its kernel reports it (guest-facts.sh)."""
+
+    def __init__(self, facts):
+        self.f = facts
+        self.nodes = sorted(int(k[4:-5]) for k in facts if re.match(r"^node\d+\.cpus$", k))
+        self.node_cpus = {n: parse_list(facts["node%d.cpus" % n]) for n in self.nodes}
+        self.cpu_nodes = [n for n in self.nodes if self.node_cpus[n]]
+        self.has_cpu = parse_list(facts.get("node.has_cpu", ""))
+        self.cpus = parse_list(facts["cpu.online"])
+        self.package = {c: int(facts["cpu%d.package" % c]) for c in self.cpus}
+        self.l3 = {c: frozenset(parse_list(facts["cpu%d.l3" % c])) for c in self.cpus}
+        self.pci = {}
+        for k, v in facts.items():
+            m = re.match(r"^pci\.(.+)\.(id|class|numa_node|local_cpulist)$", k)
+            if m:
+                self.pci.setdefault(m.group(1), {})[m.group(2)] = v
+
+    def matches(self, addr, spec):
+        d = self.pci[addr]
+        vendor, device = (int(x, 16) for x in d["id"].split(":"))
+        cls = int(d["class"], 16) >> 8  # 0xCCSS
+        for item in spec.split(","):
+            if item.startswith("class="):
+                want = item[6:]
+                v = int(want, 16)
+                if (len(want) <= 4 and cls >> 8 == v) or (len(want) > 4 and cls == v):
+                    return True
+                continue
+            parts = item.split(":")
+            if int(parts[0], 16) != vendor:
+                continue
+            if len(parts) > 1:
+                if int(parts[1], 16) == device:
+                    return True
+                continue
+            if cls >> 8 in (0x03, 0x12):  # display or processing accelerator
+                return True
+        return False
+
+    def accelerators(self, spec):
+        """Matched display devices in PCI address order (numabind's physical index)."""
+        return sorted((a for a in self.pci if self.matches(a, spec)), key=pci_key)
+
+    def home(self, addr):
+        """(home nodes, fallback?) per numabind's documented rule, from the kernel's numa_node."""
+        n = int(self.pci[addr]["numa_node"])
+        if n >= 0 and self.node_cpus.get(n):
+            return [n], False
+        return list(self.cpu_nodes), True
+
+    def cpus_of(self, nodes):
+        out = set()
+        for n in nodes:
+            out |= self.node_cpus[n]
+        return out
+
+    def l3_parts(self, cpus):
+        """Distinct L3 domains intersected with CPUS, in CPU order."""
+        parts = []
+        for c in sorted(cpus):
+            p = self.l3[c] & cpus
+            if p not in parts:
+                parts.append(p)
+        return parts
+
+
+# ---------------------------------------------------------------------------- checks
+MEMPOLICY = {"bind": "bind", "interleave": "interleave", "none": "default"}
+
+
+def check_topo(R, K, shape, topo, matches):
+    for spec in matches:
+        rc, js, err = topo.get(spec, (None, None, ["no output"]))
+        what = "%s topo --device-match %s" % (shape, spec)
+        if not R.check(rc == 0 and js is not None, what + ": exit 0 with JSON", "rc=%s %s" % (rc, err)):
+            continue
+        R.check(not err, what + ": nothing on stderr", "; ".join(err))
+        nodes = {n["os_index"]: set(n["cpus"]) for n in js["numa_nodes"]}
+        R.check(sorted(nodes) == K.nodes, what + ": NUMA nodes %s as in /sys/devices/system/node" % K.nodes,
+                "numabind: %s" % sorted(nodes))
+        for n in K.nodes:
+            R.check(nodes.get(n) == K.node_cpus[n],
+                    what + ": node %d cpus %s as the kernel's node%d/cpulist" % (n, fmt(K.node_cpus[n]), n),
+                    "numabind: %s" % (fmt(nodes[n]) if n in nodes else "missing"))
+        accs = js["accelerators"]
+        want = K.accelerators(spec)
+        R.check([a["pci"] for a in accs] == want,
+                what + ": accelerators %s (kernel's display devices matching, in PCI order)" % " ".join(want),
+                "numabind: %s" % " ".join(a["pci"] for a in accs))
+        for a in accs:
+            addr = a["pci"]
+            if addr not in K.pci:
+                R.check(False, what + ": device %s exists in the kernel" % addr)
+                continue
+            kd = K.pci[addr]
+            home, fallback = K.home(addr)
+            R.check(a["id"] == kd["id"] and a["class"] == kd["class"][:6],
+                    what + ": %s id %s class %s" % (addr, kd["id"], kd["class"][:6]),
+                    "numabind: %s %s" % (a["id"], a["class"]))
+            R.check(a["home_nodes"] == home,
+                    what + ": %s (sysfs numa_node %s) home nodes %s" % (addr, kd["numa_node"], home),
+                    "numabind: %s" % a["home_nodes"])
+            R.check(not any(n not in K.cpu_nodes for n in a["home_nodes"]),
+                    what + ": %s home has no CPU-less node" % addr, "numabind: %s" % a["home_nodes"])
+            R.check(set(a["home_cpus"]) == K.cpus_of(home),
+                    what + ": %s home cpus %s" % (addr, fmt(K.cpus_of(home))), "numabind: %s" % fmt(a["home_cpus"]))
+            if not fallback:
+                R.check(set(a["local_cpus"]) == parse_list(kd["local_cpulist"]),
+                        what + ": %s local cpus = sysfs local_cpulist %s" % (addr, kd["local_cpulist"]),
+                        "numabind: %s" % fmt(a["local_cpus"]))
+                R.check("warning" not in a, what + ": %s has no home warning" % addr, a.get("warning", ""))
+            else:
+                R.check(addr in a.get("warning", "") and "all NUMA nodes" in a.get("warning", ""),
+                        what + ": %s (numa_node %s) warns it is treated as local to all NUMA nodes"
+                        % (addr, kd["numa_node"]), "warning: %r" % a.get("warning"))
+
+
+def check_case(R, K, shape, case, plans, runs):
+    cid, n, mode, mem = case["id"], case["ntasks"], case["mode"], case["mem"]
+    tag = "%s %s" % (shape, cid)
+    rc, plan, err = plans.get(cid, (None, None, ["no output"]))
+    if not R.check(rc == 0 and plan is not None, tag + ": plan --json exit 0", "rc=%s %s" % (rc, "; ".join(err))):
+        return
+    R.check(plan["mode"] == mode and len(plan["tasks"]) == n,
+            tag + ": plan has mode %s and %d tasks" % (mode, n), "plan: %s, %d" % (plan["mode"], len(plan["tasks"])))
+    accs = K.accelerators(case["match"])
+    visible = case["devices"] if case["devices"] is not None else list(range(len(accs)))
+
+    # per task: kernel expectations
+    exp = []
+    for r in range(n):
+        idx = visible[r % len(visible)]
+        addr = accs[idx]
+        home, fallback = K.home(addr)
+        exp.append({"idx": idx, "pci": addr, "home": home, "fallback": fallback, "home_cpus": K.cpus_of(home)})
+
+    applied = {}  # rank -> cpus the kernel reports for the probe
+    for r in range(n):
+        t = plan["tasks"][r]
+        e = exp[r]
+        rt = "%s rank %d" % (tag, r)
+        pcpus, pmems = set(t["cpus"]), t["mems"]
+        dev = t.get("device") or {}
+        R.check(dev.get("index") == e["idx"] and dev.get("pci") == e["pci"],
+                rt + ": plan device %d = %s" % (e["idx"], e["pci"]), "plan: %s" % dev)
+
+        rrc, kv, other = runs.get((cid, r), (None, {}, ["no output"]))
+        if not R.check(rrc == 0 and "cpus" in kv and "pages_total" in kv, rt + ": run exit 0, probe ran",
+                       "rc=%s %s" % (rrc, " | ".join(other[-5:]))):
+            continue
+        kcpus = parse_list(kv["cpus"])
+        applied[r] = kcpus
+        R.check(kcpus == pcpus, rt + ": Cpus_allowed_list %s = planned cpus" % kv["cpus"],
+                "plan: %s" % fmt(pcpus))
+        warns = [ln for ln in other if ln.startswith("numabind:")]
+
+        if mode == "none":
+            R.check(kcpus == K.cpus, rt + ": mode none leaves all CPUs %s" % fmt(K.cpus), "got %s" % fmt(kcpus))
+            R.check(kv.get("mempolicy") == "default", rt + ": mode none leaves the default memory policy",
+                    "got %s %s" % (kv.get("mempolicy"), kv.get("mempolicy_nodes")))
+            R.check(kv.get("NUMABIND_MODE") == "none", rt + ": NUMABIND_MODE=none", kv.get("NUMABIND_MODE", ""))
+            R.check(not warns, rt + ": no warnings", " | ".join(warns))
+            continue
+
+        hc = e["home_cpus"]
+        if mode == "socket":
+            # the whole package(s) of the home: includes the home, may go beyond it
+            R.check(hc <= kcpus, rt + ": cpus %s include the device's node(s) %s (cpus %s; sysfs numa_node %s)"
+                    % (fmt(kcpus), e["home"], fmt(hc), K.pci[e["pci"]]["numa_node"]))
+        else:
+            R.check(bool(kcpus) and kcpus <= hc,
+                    rt + ": cpus %s lie on the device's node(s) %s (cpus %s; sysfs numa_node %s)"
+                    % (fmt(kcpus), e["home"], fmt(hc), K.pci[e["pci"]]["numa_node"]))
+        off = {c for c in kcpus if not any(c in K.node_cpus[x] for x in K.cpu_nodes)}
+        R.check(not off, rt + ": no CPU outside the CPU-bearing nodes %s" % K.cpu_nodes, fmt(off))
+        if mode == "node":
+            R.check(kcpus == hc, rt + ": node mode gets all cpus %s of node(s) %s" % (fmt(hc), e["home"]),
+                    "got %s" % fmt(kcpus))
+        elif mode == "socket":
+            pk = {K.package[c] for c in hc}
+            want = {c for c in K.cpus if K.package[c] in pk}
+            R.check(kcpus == want, rt + ": socket mode gets package(s) %s = cpus %s" % (sorted(pk), fmt(want)),
+                    "got %s" % fmt(kcpus))
+        elif mode == "core-complex":
+            l3s = {K.l3[c] for c in kcpus}
+            R.check(len(l3s) == 1, rt + ": core-complex cpus %s within one L3" % fmt(kcpus),
+                    "L3s: %s" % " ".join(fmt(x) for x in l3s))
+
+        # the documented treatment of devices without CPU-bearing NUMA node
+        fb = [w for w in warnings_of(t) + warns if "all NUMA nodes" in w and e["pci"] in w]
+        if e["fallback"]:
+            R.check(bool(fb) and any(w.startswith("numabind: warning:") for w in warns)
+                    and any(e["pci"] in w for w in t["warnings"]),
+                    rt + ": device %s (sysfs numa_node %s) warned local to all NUMA nodes (plan and run)"
+                    % (e["pci"], K.pci[e["pci"]]["numa_node"]), "plan %s / run %s" % (t["warnings"], warns))
+        else:
+            R.check(not warns and not t["warnings"], rt + ": no warnings", "plan %s / run %s" % (t["warnings"], warns))
+
+        # memory
+        R.check(pmems == e["home"], rt + ": planned memory nodes %s = home (never a CPU-less node)" % e["home"],
+                "plan: %s" % pmems)
+        R.check(t["mem_policy"] == mem, rt + ": plan mem_policy %s" % mem, "plan: %s" % t["mem_policy"])
+        want_pol = MEMPOLICY.get(mem) or ("preferred" if len(pmems) == 1 else "preferred_many")
+        want_nodes = "" if mem == "none" else fmt(pmems).replace("(none)", "")
+        R.check(kv.get("mempolicy") == want_pol and kv.get("mempolicy_nodes") == want_nodes,
+                rt + ": get_mempolicy %s nodes %s" % (want_pol, want_nodes or "-"),
+                "got %s nodes %s" % (kv.get("mempolicy"), kv.get("mempolicy_nodes")))
+        pages = {int(k[1:]): int(v) for k, v in
+                 (x.split("=") for x in kv.get("pages_by_node", "").split(",") if x)}
+        total = int(kv["pages_total"])
+        R.check(total == case["mib"] * 256 and sum(pages.values()) == total,
+                rt + ": numa_maps shows all %d touched pages" % (case["mib"] * 256), kv.get("pages_by_node", ""))
+        if mem in ("bind", "prefer"):
+            # prefer: the nodes have plenty of free memory, so the preferred node(s) get it all
+            R.check(set(pages) <= set(pmems),
+                    rt + ": --mem %s: every touched page on node(s) %s" % (mem, pmems),
+                    "numa_maps: %s" % kv.get("pages_by_node"))
+        elif mem == "interleave":
+            R.check(set(pages) <= set(pmems) and (len(pmems) == 1 or len(pages) > 1),
+                    rt + ": --mem interleave: pages spread over node(s) %s only" % pmems,
+                    "numa_maps: %s" % kv.get("pages_by_node"))
+        # environment
+        R.check(kv.get("NUMABIND_MODE") == mode and kv.get("NUMABIND_DEVICE") == str(e["idx"])
+                and kv.get("NUMABIND_DEVICE_PCI") == e["pci"] and parse_list(kv.get("NUMABIND_CPUS", "")) == kcpus
+                and kv.get("NUMABIND_MEMS") == ",".join(map(str, pmems)) and kv.get("NUMABIND_MEM_POLICY") == mem,
+                rt + ": NUMABIND_* environment describes the binding",
+                " ".join("%s=%s" % (k, v) for k, v in sorted(kv.items()) if k.startswith("NUMABIND_")))
+
+    if mode not in ("exclusive", "core-complex") or len(applied) != n:
+        return
+    # tasks sharing one home: split rules
+    groups = defaultdict(list)
+    for r in range(n):
+        groups[tuple(exp[r]["home"])].append(r)
+    for home, members in groups.items():
+        hc = exp[members[0]]["home_cpus"]
+        gt = "%s ranks %s (home node(s) %s)" % (tag, ",".join(map(str, members)), list(home))
+        sets = [applied[r] for r in members]
+        disjoint = all(not (sets[i] & sets[j]) for i in range(len(sets)) for j in range(i + 1, len(sets)))
+        R.check(disjoint, gt + ": CPU sets pairwise disjoint", " ".join(fmt(s) for s in sets))
+        parts = K.l3_parts(hc)
+        k = len(members)
+        if mode == "exclusive":
+            union = set().union(*sets)
+            R.check(union == hc, gt + ": exclusive sets cover the home cpus %s" % fmt(hc), "union %s" % fmt(union))
+            sizes = [len(s) for s in sets]
+            R.check(max(sizes) - min(sizes) <= 1 and sizes == sorted(sizes, reverse=True),
+                    gt + ": even split, remainder to the first (sizes %s)" % sizes)
+            # contiguous blocks of the home CPUs (PU logical order = CPU number order in
+            # these guests), in task order: by device, then by rank
+            order = sorted(range(k), key=lambda i: (exp[members[i]]["idx"], members[i]))
+            flat = [c for i in order for c in sorted(sets[i])]
+            R.check(flat == sorted(hc), gt + ": contiguous blocks in device/rank order",
+                    " ".join("rank %d:%s" % (members[i], fmt(sets[i])) for i in order))
+            if len(parts) % k == 0:
+                ok = all(all(p <= s or not (p & s) for p in parts) for s in sets)
+                R.check(ok, gt + ": L3-aligned (each set a union of whole L3 parts %s)"
+                        % " ".join(fmt(p) for p in parts), " ".join(fmt(s) for s in sets))
+            elif k % len(parts) == 0:
+                ok = all(any(s <= p for p in parts) for s in sets)
+                R.check(ok, gt + ": L3-aligned (each set inside one L3 part of %s)"
+                        % " ".join(fmt(p) for p in parts), " ".join(fmt(s) for s in sets))
+        else:
+            if k <= len(parts):
+                ok = all(s in parts for s in sets) and len({frozenset(s) for s in sets}) == k
+                R.check(ok, gt + ": core-complex: one whole L3 part of the home each, distinct (parts %s)"
+                        % " ".join(fmt(p) for p in parts), " ".join(fmt(s) for s in sets))
+            else:
+                ok = all(any(s <= p for p in parts) for s in sets)
+                union = set().union(*sets)
+                R.check(ok and union == hc, gt + ": core-complex with more tasks than L3 parts (%s): "
+                        "exclusive pieces of them covering %s" % (" ".join(fmt(p) for p in parts), fmt(hc)),
+                        " ".join(fmt(s) for s in sets))
+    if len(groups) > 1:
+        pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if applied[a] & applied[b]]
+        mixed = any(exp[a]["home"] != exp[b]["home"] for a, b in pairs)
+        R.check(not pairs, "%s: %s sets of all ranks pairwise disjoint (ranks with different home nodes too)"
+                % (tag, mode),
+                "overlapping: " + ", ".join("rank %d (node(s) %s) %s & rank %d (node(s) %s) %s"
+                                            % (a, exp[a]["home"], fmt(applied[a]), b, exp[b]["home"],
+                                               fmt(applied[b])) for a, b in pairs),
+                known="cross-home-overlap" if mixed else None)
+
+
+def warnings_of(task):
+    return list(task.get("warnings", []))
+
+
+def main(argv):
+    strict = os.environ.get("NBVM_STRICT") == "1"
+    if argv and argv[0] == "--strict":
+        strict, argv = True, argv[1:]
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    shape, cases_path, out_path = argv
+    R = Result(strict)
+    facts, topo, plans, runs, times = parse_output(out_path)
+    if not R.check(bool(facts), "%s: guest printed its kernel facts" % shape):
+        return 1
+    K = Kernel(facts)
+    print("INFO %s: kernel: nodes %s, CPU nodes %s (has_cpu %s), %d display devices" %
+          (shape, K.nodes, K.cpu_nodes, fmt(K.has_cpu), len(K.pci)))
+    R.check(set(K.cpu_nodes) == K.has_cpu, "%s: nodes with cpulist = node/has_cpu" % shape)
+    cases = parse_cases(cases_path)
+    check_topo(R, K, shape, topo, sorted({c["match"] for c in cases}))
+    for case in cases:
+        check_case(R, K, shape, case, plans, runs)
+    R.check("DONE" in "".join(times) or any(t.startswith("TIME payload") for t in times),
+            "%s: payload ran to the end" % shape)
+    for t in times:
+        print("INFO %s guest %s" % (shape, t))
+    c = R.counts
+    print("SUMMARY %s: %d checks: %d passed, %d failed, %d xfail (known bugs), %d xpass"
+          % (shape, sum(c.values()), c["PASS"], c["FAIL"], c["XFAIL"], c["XPASS"]))
+    return 1 if c["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

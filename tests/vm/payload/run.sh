@@ -1,0 +1,71 @@
+# Guest side of tests/vm/numabind_vm_test.sh: runs in the test guest under busybox sh
+# (see tests/vm/README.md, "The payload contract"). Everything it prints is tagged so
+# that tests/vm/check_bindings.py can parse it on the host:
+#
+#   @@FACTS ... @@END             guest-facts.sh (kernel view, no numabind/hwloc)
+#   @@TOPO MATCH ... @@END        numabind topo --json --device-match MATCH
+#   @@PLAN ID ... @@END           numabind plan --json --ntasks N ARGS
+#   @@RUN ID RANK ... @@END       numabind run --local-rank RANK --ntasks N ARGS -- probe MIB
+#                                 (probe output and numabind's stderr, 2>&1)
+#   @@RC N                        exit status of the command above (inside its block)
+#   @@ERR line                    stderr of plan/topo
+#   @@TIME NAME SECONDS           guest time of a step
+#
+# $PAYLOAD/cases.txt, one case per line:  ID|NTASKS|PROBE_MIB|ARGS...  (# comments)
+# $PAYLOAD/topo.txt, one device-match spec per line for `numabind topo --json`.
+P=$PAYLOAD
+# Programs run from the RAM file system: exec from the 9p share (cache=none) rereads
+# the binary each time and costs ~3x more under TCG.
+B=/tmp/bin
+mkdir -p "$B"
+cp "$P/bin/numabind" "$P/bin/probe" "$B/"
+up() { cut -d' ' -f1 /proc/uptime; }
+t_all=$(up)
+echo "@@GUEST_UPTIME $t_all"
+
+echo "@@FACTS"
+sh "$P/guest-facts.sh"
+echo "@@END"
+
+cp "$P/cases.txt" /tmp/cases.txt
+cp "$P/topo.txt" /tmp/topo.txt
+
+while IFS= read -r match; do
+    [ -n "$match" ] || continue
+    echo "@@TOPO $match"
+    a=$(up)
+    "$B/numabind" topo --json --device-match "$match" 2> /tmp/err
+    echo "@@RC $?"
+    sed 's/^/@@ERR /' /tmp/err
+    echo "@@END"
+    echo "@@TIME topo $(awk -v a="$a" -v b="$(up)" 'BEGIN { printf "%.2f", b - a }')"
+done < /tmp/topo.txt
+
+nruns=0
+t_runs=0
+while IFS='|' read -r id ntasks mib args; do
+    case "$id" in ''|'#'*) continue ;; esac
+    echo "@@PLAN $id"
+    # shellcheck disable=SC2086 # ARGS are split on purpose
+    "$B/numabind" plan --json --ntasks "$ntasks" $args 2> /tmp/err
+    echo "@@RC $?"
+    sed 's/^/@@ERR /' /tmp/err
+    echo "@@END"
+    r=0
+    while [ "$r" -lt "$ntasks" ]; do
+        echo "@@RUN $id $r"
+        a=$(up)
+        # shellcheck disable=SC2086
+        "$B/numabind" run --local-rank "$r" --ntasks "$ntasks" $args -- "$B/probe" "$mib" 2>&1
+        echo "@@RC $?"
+        echo "@@END"
+        b=$(up)
+        t_runs=$(awk -v t="$t_runs" -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", t + b - a }')
+        nruns=$((nruns + 1))
+        r=$((r + 1))
+    done
+done < /tmp/cases.txt
+echo "@@TIME runs $t_runs ($nruns numabind run + probe)"
+echo "@@TIME payload $(awk -v a="$t_all" -v b="$(up)" 'BEGIN { printf "%.2f", b - a }')"
+echo "@@DONE"
+exit 0
