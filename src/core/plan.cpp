@@ -93,43 +93,57 @@ std::vector<IdSet> split_flat(const std::vector<IdSet>& items, int parts) {
 
 // Exclusive split of cores among `parts` tasks: whole cores (with every allowed SMT
 // sibling), contiguous in logical order, chunk edges on L3 edges where counts allow.
+// Works on index ranges into `cores` so that no per-core set is copied.
 std::vector<IdSet> split_exclusive(const std::vector<Unit>& cores, int parts, const std::string& what) {
-    if (static_cast<int>(cores.size()) >= parts) {
-        // Runs of consecutive cores sharing an L3.
-        std::vector<std::vector<IdSet>> runs;
+    const int ncores = static_cast<int>(cores.size());
+    // The union of cores[begin, end) into `out`.
+    auto unite = [&](IdSet& out, int begin, int end) {
+        for (int k = begin; k < end; ++k) out |= cores[k].pus;
+    };
+    if (ncores >= parts) {
+        // Runs of consecutive cores sharing an L3, as [first, end) ranges.
+        std::vector<std::pair<int, int>> runs;
         int last_l3 = INT_MIN;
-        for (const Unit& u : cores) {
-            if (runs.empty() || u.l3 != last_l3 || u.l3 < 0) runs.emplace_back();
-            runs.back().push_back(u.pus);
+        for (int i = 0; i < ncores; ++i) {
+            const Unit& u = cores[i];
+            if (runs.empty() || u.l3 != last_l3 || u.l3 < 0) runs.emplace_back(i, i);
+            runs.back().second = i + 1;
             last_l3 = u.l3;
         }
         const int groups = static_cast<int>(runs.size());
         bool has_l3 = std::any_of(cores.begin(), cores.end(), [](const Unit& u) { return u.l3 >= 0; });
+        std::vector<IdSet> out(parts);
         if (has_l3 && groups >= parts && groups % parts == 0) {
-            std::vector<IdSet> run_sets;
-            for (auto& run : runs) {
-                IdSet s;
-                for (auto& c : run) s |= c;
-                run_sets.push_back(s);
-            }
-            return split_flat(run_sets, parts);
+            std::vector<int> sizes = even_sizes(groups, parts);
+            int next = 0;
+            for (int p = 0; p < parts; ++p)
+                for (int k = 0; k < sizes[p]; ++k, ++next) unite(out[p], runs[next].first, runs[next].second);
+            return out;
         }
         if (has_l3 && parts > groups && parts % groups == 0) {
             const int per = parts / groups;
             bool fits = std::all_of(runs.begin(), runs.end(),
-                                    [&](const auto& run) { return static_cast<int>(run.size()) >= per; });
+                                    [&](const auto& run) { return run.second - run.first >= per; });
             if (fits) {
-                std::vector<IdSet> out;
-                for (auto& run : runs) {
-                    auto piece = split_flat(run, per);
-                    out.insert(out.end(), piece.begin(), piece.end());
+                int p = 0;
+                for (const auto& [first, end] : runs) {
+                    std::vector<int> sizes = even_sizes(end - first, per);
+                    int next = first;
+                    for (int piece = 0; piece < per; ++piece, ++p) {
+                        unite(out[p], next, next + sizes[piece]);
+                        next += sizes[piece];
+                    }
                 }
                 return out;
             }
         }
-        std::vector<IdSet> flat;
-        for (const Unit& u : cores) flat.push_back(u.pus);
-        return split_flat(flat, parts);
+        std::vector<int> sizes = even_sizes(ncores, parts);
+        int next = 0;
+        for (int p = 0; p < parts; ++p) {
+            unite(out[p], next, next + sizes[p]);
+            next += sizes[p];
+        }
+        return out;
     }
     // Fewer cores than tasks: hand out hardware threads instead.
     std::vector<IdSet> pus;
@@ -246,7 +260,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                                  s.home_cpus.to_string() + (nearest.empty() ? "" : " (node(s) " + join_ints(nearest) + ")"));
         }
         t.mems = dev.home_nodes;
-        if (!req.allowed_mems.empty()) {
+        if (!req.allowed_mems.empty() && req.mem != MemPolicy::None) {
             std::vector<int> usable;
             for (int n : t.mems)
                 if (req.allowed_mems.contains(n)) usable.push_back(n);
@@ -259,7 +273,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
             }
             t.mems = usable;
         }
-        t.mem = t.mems.empty() ? MemPolicy::None : req.mem;
+        t.mem = t.mems.empty() ? MemPolicy::None : req.mem;  // mems stay informative under "none"
     }
 
     // Tasks sharing a home, ordered by device then rank, so one device's tasks are neighbours.
