@@ -45,9 +45,9 @@ add "topo: --topology jsfc005 (256 PUs, 316 KiB)"       "$E $NB topo --topology 
 add "topo: --topology DGX-2 (16 GPUs)"                  "$E $NB topo --topology $TOPO/hwloc_nvidiaDGX2.xml"
 add "show: live"                                        "$E $NB show"
 [ "$cache" != off ] && add "show: cache"                "$C $NB show"
-add "plan: live, exclusive, 2 tasks, --device-match 1af4" "$E $NB plan --mode exclusive --ntasks 2 --device-match 1af4"
-[ "$cache" != off ] && add "plan: cache, exclusive, 2 tasks, --device-match 1af4" "$C $NB plan --mode exclusive --ntasks 2 --device-match 1af4"
-add "plan: this machine + 2 fake GPUs (XML), exclusive, 4 tasks" "$E $NB plan --mode exclusive --ntasks 4 --topology $work/this-2gpu.xml"
+add "plan: live, exclusive, 2 tasks (2 virtio PCI functions as devices)" "$E $NB plan --mode exclusive --ntasks 2 --device-match class=0x0180,class=0x0200"
+[ "$cache" != off ] && add "plan: cache, exclusive, 2 tasks (2 virtio PCI functions as devices)" "$C $NB plan --mode exclusive --ntasks 2 --device-match class=0x0180,class=0x0200"
+add "plan: this machine + 2 fake GPUs (XML), exclusive, 2 tasks" "$E $NB plan --mode exclusive --ntasks 2 --topology $work/this-2gpu.xml"
 add "plan: jsfc005, core-complex, 16 tasks"             "$E $NB plan --mode core-complex --ntasks 16 --topology $TOPO/psmgmt_topo.jsfc005.xml"
 
 args=()

@@ -10,16 +10,18 @@
 #   no plugin            empty plugstack.conf
 #   plugin, not asked    plugin loaded (topology=XML), no --numa-binding: default mode none
 #   exclusive, XML       plugin, topology=XML with 2 fake GPUs, --numa-binding=exclusive
-#   exclusive, live      plugin without topology= (devices=1af4: the virtio functions stand
-#                        in for GPUs): slurmstepd discovers the node live
+#   exclusive, live      plugin without topology= (devices=class=0x0180,class=0x0200: the
+#                        virtio functions stand in for GPUs): slurmstepd discovers the node live
 # ROUNDS rounds (default 3, command order reversed every other round, so drift from other
 # load on the machine hits all rows alike) of STEPS steps each (default 100) per row.
-# Medians over all rounds, and the difference to "no plugin", go to OUT_DIR/step_overhead.txt;
-# raw hyperfine JSON to OUT_DIR/step_round*.json. KEEP=1 keeps the cluster directory.
+# Then PAIRED (default 100) interleaved iterations run the four rows back to back (order
+# rotated) and report the median of the per-iteration differences to "no plugin" (robust
+# against drift). Results: OUT_DIR/step_overhead.txt; raw data OUT_DIR/step_round*.json
+# (hyperfine) and OUT_DIR/step_paired.json. KEEP=1 keeps the cluster directory.
 set -euo pipefail
-[ $# -eq 2 ] || { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 PLUGIN=$(readlink -f "$1"); OUT=$2
-STEPS=${STEPS:-100}; ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-100}; ROUNDS=${ROUNDS:-3}; PAIRED=${PAIRED:-100}
 HERE=$(cd "$(dirname "$0")" && pwd -P); ROOT=$(dirname "$HERE")
 skip() { echo "step_overhead: $*; skipped" >&2; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (starts Slurm daemons)"
@@ -38,8 +40,9 @@ cp "$PLUGIN" "$D/spank_numabind.so"  # a private copy: rebuilds during the run d
 python3 "$ROOT/tests/tools/gen_topology.py" -o "$D/topo.xml" --gpu package:0 --gpu package:0 >/dev/null
 : >"$D/plugstack.off"
 echo "required $D/spank_numabind.so topology=$D/topo.xml" >"$D/plugstack.xml"
-# live: this machine has no GPU; its two virtio PCI functions (vendor 1af4) stand in for them
-echo "required $D/spank_numabind.so devices=1af4" >"$D/plugstack.live"
+# live: this machine has no GPU; its two virtio PCI functions (storage 0x0180, network 0x0200)
+# stand in for them
+echo "required $D/spank_numabind.so devices=class=0x0180,class=0x0200" >"$D/plugstack.live"
 cp "$D/plugstack.off" "$D/plugstack.conf"
 chmod 0644 "$D"/plugstack.* "$D/topo.xml"
 "$ROOT/tests/slurm/cluster.sh" start "$D/cluster" --plugstack "$D/plugstack.conf" >/dev/null
@@ -64,6 +67,25 @@ for r in \$(seq 1 $ROUNDS); do
   if [ \$((r % 2)) = 1 ]; then set -- "\${a[@]}" "\${b[@]}" "\${c[@]}" "\${d[@]}"; else set -- "\${d[@]}" "\${c[@]}" "\${b[@]}" "\${a[@]}"; fi
   hyperfine -N --style basic -w 3 -r $STEPS --export-json "$OUT/step_round\$r.json" "\$@"
 done
+# Interleaved, paired: each iteration runs all four rows back to back (order rotated), so
+# slow drift from other load cancels in the per-iteration differences.
+python3 - "$D" "$OUT/step_paired.json" $PAIRED <<'PY'
+import json, subprocess, sys, time
+d, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+srun = ["srun", "-n2", "--gpus-per-node=2"]
+rows = [("no plugin", "off", []), ("plugin loaded, not asked", "xml", []),
+        ("exclusive, topology=XML", "xml", ["--numa-binding=exclusive"]),
+        ("exclusive, live discovery", "live", ["--numa-binding=exclusive"])]
+times = {r[0]: [] for r in rows}
+for i in range(n):
+    for k in range(len(rows)):
+        name, conf, opt = rows[(i + k) % len(rows)]
+        subprocess.run(["cp", f"{d}/plugstack.{conf}", f"{d}/plugstack.conf"], check=True)
+        t0 = time.perf_counter()
+        subprocess.run(srun + opt + ["true"], check=True)
+        times[name].append(time.perf_counter() - t0)
+json.dump(times, open(out, "w"))
+PY
 EOF
 salloc -n2 --gpus-per-node=2 bash "$D/inner.sh"
 
@@ -83,4 +105,11 @@ for name in ["no plugin", "plugin loaded, not asked", "exclusive, topology=XML",
     med = statistics.median(t)
     print(f"{name:32} {len(t):5d} {med:9.2f} {q[0]:7.2f} {q[2]:7.2f} {med - base:+8.2f}  " +
           " ".join(f"{m:.2f}" for m in per_round[name]))
+paired = json.load(open(f"{out}/step_paired.json"))
+if paired and paired["no plugin"]:
+    none = paired["no plugin"]
+    print(f"\ninterleaved, paired ({len(none)} iterations): median step ms, median of per-iteration difference to 'no plugin'")
+    for name, t in paired.items():
+        diffs = sorted((a - b) * 1e3 for a, b in zip(t, none))
+        print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}")
 PY

@@ -84,13 +84,23 @@ endif()
 set(NUMABIND_SLURM_VERSION "")
 find_path(_nb_slurm_version_h_dir slurm/slurm_version.h HINTS ${SLURM_SPANK_INCLUDE_DIR})
 if(_nb_slurm_version_h_dir)
+  # SLURM_VERSION_NUMBER 0xMMmmuu (e.g. 0x160508 = 22.05.8)
   file(STRINGS "${_nb_slurm_version_h_dir}/slurm/slurm_version.h" _nb_v
-       REGEX "^#define[ \t]+SLURM_VERSION_STRING[ \t]+\"[^\"]+\"")
-  if(_nb_v MATCHES "\"([0-9]+)\\.([0-9]+)\\.?([0-9]*)[^\"]*\"")
-    set(NUMABIND_SLURM_VERSION "${CMAKE_MATCH_1}.${CMAKE_MATCH_2}.${CMAKE_MATCH_3}")
-    set(NUMABIND_SLURM_MAJOR "${CMAKE_MATCH_1}")
-    set(NUMABIND_SLURM_MINOR "${CMAKE_MATCH_2}")
+       REGEX "^#define[ \t]+SLURM_VERSION_NUMBER[ \t]+0x[0-9a-fA-F]+")
+  if(_nb_v MATCHES "(0x[0-9a-fA-F]+)")
+    set(_nb_vn "${CMAKE_MATCH_1}")
+    math(EXPR NUMABIND_SLURM_MAJOR "(${_nb_vn} >> 16) & 255")
+    math(EXPR NUMABIND_SLURM_MINOR "(${_nb_vn} >> 8) & 255")
+    math(EXPR _nb_micro "${_nb_vn} & 255")
+    if(NUMABIND_SLURM_MINOR LESS 10)
+      set(NUMABIND_SLURM_MINOR "0${NUMABIND_SLURM_MINOR}")
+    endif()
+    set(NUMABIND_SLURM_VERSION "${NUMABIND_SLURM_MAJOR}.${NUMABIND_SLURM_MINOR}.${_nb_micro}")
   endif()
+endif()
+
+if(TARGET spank_numabind)
+  message(STATUS "numabind: plugin built for Slurm ${NUMABIND_SLURM_VERSION}")
 endif()
 
 # ---------------------------------------------------------------- the command
@@ -143,9 +153,11 @@ if(TARGET spank_numabind)
   ]=] _nb_plugin_install_code @ONLY)
   install(CODE "${_nb_plugin_install_code}" COMPONENT plugin)
 endif()
-# Without etc/plugstack.conf.d/numabind.conf the site example ships as documentation.
-install(FILES examples/plugstack.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc
-        OPTIONAL)
+if(NOT TARGET spank_numabind)
+  # No plugin in this build: ship its plugstack entry as documentation only.
+  install(FILES etc/plugstack.conf.d/numabind.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
+          COMPONENT doc OPTIONAL)
+endif()
 
 # ---------------------------------------------------------------- library, headers, package config
 install(TARGETS numabind EXPORT numabindTargets
@@ -191,19 +203,12 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/numabind-install/numabind.pc
 # ---------------------------------------------------------------- man pages, docs, examples
 install(FILES man/numabind.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT man OPTIONAL)
 install(FILES man/spank_numabind.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT man OPTIONAL)
-file(GLOB _nb_docs ${PROJECT_SOURCE_DIR}/docs/*.md)
-if(_nb_docs)
-  install(FILES ${_nb_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-endif()
-file(GLOB _nb_examples ${PROJECT_SOURCE_DIR}/examples/*)
-list(FILTER _nb_examples EXCLUDE REGEX "(/__pycache__|/plugstack\\.conf)$")
-foreach(_e IN LISTS _nb_examples)
-  if(_e MATCHES "\\.(sh|py)$")
-    install(PROGRAMS ${_e} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
-  elseif(NOT IS_DIRECTORY ${_e})
-    install(FILES ${_e} DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
-  endif()
-endforeach()
+# Directories (not globs) so that files added later need no re-configure.
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc
+        FILES_MATCHING PATTERN "*.md")
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc
+        USE_SOURCE_PERMISSIONS
+        PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
 
 # ---------------------------------------------------------------- CPack: one .deb
 set(CPACK_PACKAGE_NAME numabind)
@@ -246,8 +251,12 @@ if(TARGET spank_numabind AND NUMABIND_SLURM_VERSION)
     ", slurm-wlm-basic-plugins (>= ${NUMABIND_SLURM_MAJOR}.${NUMABIND_SLURM_MINOR}~)"
     ", slurm-wlm-basic-plugins (<< ${NUMABIND_SLURM_MAJOR}.${_nb_next_minor}~)")
 endif()
-set(NUMABIND_DEB_DEPENDS "${_nb_deb_depends}" CACHE STRING "Depends: of the .deb (besides shlibdeps)")
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "${NUMABIND_DEB_DEPENDS}")
+set(NUMABIND_DEB_DEPENDS_OVERRIDE "" CACHE STRING
+    "Depends: of the .deb instead of the computed one (besides shlibdeps); empty = computed")
+if(NUMABIND_DEB_DEPENDS_OVERRIDE)
+  set(_nb_deb_depends "${NUMABIND_DEB_DEPENDS_OVERRIDE}")
+endif()
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "${_nb_deb_depends}")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "hwloc")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, slurmd")
 # The plugstack entry is a conffile (kept across upgrades when the admin edits it).

@@ -111,7 +111,9 @@ def placement(role):
 
 
 def report(role):
-    print(placement(role), flush=True)
+    # One write(2) per line: lines of the main process and its workers never interleave.
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (placement(role) + "\n").encode())
 
 
 def placement_only(workers):

@@ -17,6 +17,7 @@ harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_options fuzz_idset fuzz_device_match fuzz_visible fuzz_local_rank fuzz_topology_xml)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/fault/lsan.supp:print_suppressions=0}"
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
 failed=0
 for h in "${harnesses[@]}"; do

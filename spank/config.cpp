@@ -1,5 +1,6 @@
 // numabind SPANK plugin: option and plugstack.conf parsing.
 #include "config.hpp"
+#include "numabind/text.hpp"
 
 #include <set>
 
@@ -9,18 +10,6 @@
 namespace numabind::spank {
 
 namespace {
-
-std::vector<std::string_view> split(std::string_view text, char sep) {
-    std::vector<std::string_view> out;
-    size_t pos = 0;
-    while (true) {
-        size_t next = text.find(sep, pos);
-        out.push_back(text.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos));
-        if (next == std::string_view::npos) break;
-        pos = next + 1;
-    }
-    return out;
-}
 
 // pyxis-style booleans.
 std::optional<bool> parse_bool(std::string_view v) {

@@ -44,25 +44,9 @@ std::string short_hostname() {
 
 // CPU affinity as Slurm left it, to restore when binding fails half-way (fallback=warn).
 struct SavedAffinity {
-    cpu_set_t* set = nullptr;
-    size_t size = 0;
-    SavedAffinity() {
-        for (int n = 1024; n <= (1 << 18); n *= 4) {
-            set = CPU_ALLOC(n);
-            size = CPU_ALLOC_SIZE(n);
-            if (sched_getaffinity(0, size, set) == 0) return;
-            CPU_FREE(set);
-            set = nullptr;
-            if (errno != EINVAL) return;
-        }
-    }
-    ~SavedAffinity() {
-        if (set) CPU_FREE(set);
-    }
-    SavedAffinity(const SavedAffinity&) = delete;
-    SavedAffinity& operator=(const SavedAffinity&) = delete;
+    IdSet cpus = current_placement().cpus;
     void restore() const {
-        if (set) (void)sched_setaffinity(0, size, set);
+        if (!cpus.empty()) (void)set_cpu_affinity(cpus);
     }
 };
 

@@ -19,7 +19,7 @@ namespace {
 
 // Slurm's "2(x3),1" task-per-node notation, for node `node_index`.
 int slurm_tasks_on_node(const std::string& spec, int node_index) {
-    int node = 0;
+    long long node = 0;  // sum of repeat counts: may exceed int ("1(x2147483647),1(x2147483647)")
     size_t pos = 0;
     while (pos < spec.size()) {
         size_t comma = spec.find(',', pos);

@@ -260,7 +260,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                                  s.home_cpus.to_string() + (nearest.empty() ? "" : " (node(s) " + join_ints(nearest) + ")"));
         }
         t.mems = dev.home_nodes;
-        if (!req.allowed_mems.empty() && req.mem != MemPolicy::None) {
+        if (!req.allowed_mems.empty()) {
             std::vector<int> usable;
             for (int n : t.mems)
                 if (req.allowed_mems.contains(n)) usable.push_back(n);
@@ -268,24 +268,60 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                 // The device's memory is off limits: the nodes that give the task its CPUs are next best.
                 for (int n : s.cpu_nodes)
                     if (req.allowed_mems.contains(n)) usable.push_back(n);
-                t.warnings.push_back("memory of NUMA node(s) " + join_ints(t.mems) + " is not allowed; using node(s) " +
-                                     (usable.empty() ? std::string("none (memory policy skipped)") : join_ints(usable)));
+                if (req.mem != MemPolicy::None)
+                    t.warnings.push_back("memory of NUMA node(s) " + join_ints(t.mems) + " is not allowed; using node(s) " +
+                                         (usable.empty() ? std::string("none (memory policy skipped)") : join_ints(usable)));
             }
             t.mems = usable;
         }
-        t.mem = t.mems.empty() ? MemPolicy::None : req.mem;  // mems stay informative under "none"
+        t.mem = t.mems.empty() ? MemPolicy::None : req.mem;
     }
 
     // Tasks sharing a home, ordered by device then rank, so one device's tasks are neighbours.
-    std::map<std::vector<int>, std::vector<int>> homes;
-    for (int r = 0; r < ntasks; ++r) homes[states[r].cpu_nodes].push_back(r);
-    for (auto& [nodes, members] : homes) {
+    std::map<std::vector<int>, std::vector<int>> by_home;
+    for (int r = 0; r < ntasks; ++r) by_home[states[r].cpu_nodes].push_back(r);
+    // Exclusive modes hand out each CPU once, also across homes that overlap (a device
+    // without NUMA affinity is local to every node): the most specific home chooses first,
+    // keeping back one core for each task of the wider homes that has none left elsewhere.
+    std::vector<std::pair<std::vector<int>, std::vector<int>>> homes(by_home.begin(), by_home.end());
+    std::stable_sort(homes.begin(), homes.end(), [&](const auto& a, const auto& b) {
+        return states[a.second.front()].home_cpus.size() < states[b.second.front()].home_cpus.size();
+    });
+    const bool exclusive_modes = req.mode == Mode::Exclusive || req.mode == Mode::CoreComplex;
+    IdSet taken;
+    for (size_t h = 0; h < homes.size(); ++h) {
+        auto& [nodes, members] = homes[h];
         std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
             return std::tie(states[a].device, a) < std::tie(states[b].device, b);
         });
-        const IdSet home_cpus = states[members.front()].home_cpus;
+        IdSet home_cpus = states[members.front()].home_cpus;
         const std::string what = nodes.empty() ? "the allowed CPUs" : "NUMA node(s) " + join_ints(nodes);
         const int n = static_cast<int>(members.size());
+        if (exclusive_modes && homes.size() > 1) {
+            home_cpus = home_cpus - taken;
+            int later_tasks = 0;
+            IdSet later_cpus;
+            for (size_t k = h + 1; k < homes.size(); ++k) {
+                later_tasks += static_cast<int>(homes[k].second.size());
+                later_cpus |= states[homes[k].second.front()].home_cpus;
+            }
+            if (later_tasks > 0 && later_cpus.intersects(home_cpus)) {
+                const IdSet elsewhere = later_cpus - taken - home_cpus;
+                int need = later_tasks;
+                for (const Core& c : topo.cores)
+                    if (c.pus.intersects(elsewhere)) --need;
+                for (auto c = topo.cores.rbegin(); c != topo.cores.rend() && need > 0; ++c) {
+                    if (c->pus.intersects(home_cpus) && c->pus.intersects(later_cpus)) {
+                        home_cpus = home_cpus - c->pus;
+                        --need;
+                    }
+                }
+            }
+            if (home_cpus.empty()) {
+                throw Error(std::to_string(n) + " task(s) on " + what +
+                            " find no CPU left by the tasks of other devices; exclusive binding impossible");
+            }
+        }
 
         switch (req.mode) {
             case Mode::Node:
@@ -396,6 +432,8 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
             case Mode::None:
                 break;
         }
+        if (exclusive_modes)
+            for (int r : members) taken |= plan.tasks[r].cpus;
     }
     return plan;
 }

@@ -5,22 +5,11 @@
 
 #include "numabind/error.hpp"
 #include "numabind/local_rank.hpp"
+#include "numabind/text.hpp"
 
 namespace numabind {
 
 namespace {
-
-std::vector<std::string> split(const std::string& text, char sep) {
-    std::vector<std::string> out;
-    size_t pos = 0;
-    while (true) {
-        size_t next = text.find(sep, pos);
-        out.push_back(text.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
-        if (next == std::string::npos) break;
-        pos = next + 1;
-    }
-    return out;
-}
 
 std::string trim(const std::string& s) {
     size_t b = 0, e = s.size();
@@ -48,7 +37,8 @@ std::vector<int> resolve(const std::string& var, const std::string& value, const
                          std::vector<std::string>& warnings, bool ze_mask) {
     std::vector<int> out;
     if (trim(value).empty()) return out;  // set but empty: nothing visible
-    for (std::string entry : split(value, ',')) {
+    for (std::string_view piece : split(value, ',')) {
+        std::string entry(piece);
         entry = trim(entry);
         if (ze_mask) entry = entry.substr(0, entry.find('.'));  // "1.0" -> device 1 (tile 0)
         if (entry == "-1" || entry == "NoDevFiles") return {};

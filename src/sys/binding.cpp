@@ -125,6 +125,23 @@ ApplyResult apply_binding_once(const TaskPlan& task);
 
 }  // namespace
 
+bool set_cpu_affinity(const IdSet& cpus) {
+    if (cpus.empty()) {
+        errno = EINVAL;
+        return false;
+    }
+    const int ncpus = cpus.ids().back() + 1;
+    cpu_set_t* set = CPU_ALLOC(ncpus);
+    size_t size = CPU_ALLOC_SIZE(ncpus);
+    CPU_ZERO_S(size, set);
+    for (int c : cpus.ids()) CPU_SET_S(c, size, set);
+    int rc = sched_setaffinity(0, size, set);
+    int err = errno;
+    CPU_FREE(set);
+    errno = err;
+    return rc == 0;
+}
+
 ApplyResult apply_binding(const TaskPlan& task) {
     SavedPlacement saved;
     ApplyResult r = apply_binding_once(task);
@@ -136,19 +153,9 @@ namespace {
 
 ApplyResult apply_binding_once(const TaskPlan& task) {
     ApplyResult r;
-    if (!task.cpus.empty()) {
-        const int ncpus = task.cpus.ids().back() + 1;
-        cpu_set_t* set = CPU_ALLOC(ncpus);
-        size_t size = CPU_ALLOC_SIZE(ncpus);
-        CPU_ZERO_S(size, set);
-        for (int c : task.cpus.ids()) CPU_SET_S(c, size, set);
-        int rc = sched_setaffinity(0, size, set);
-        int err = errno;
-        CPU_FREE(set);
-        if (rc != 0) {
-            r.error = "sched_setaffinity to CPUs " + task.cpus.to_string() + " failed: " + std::strerror(err);
-            return r;
-        }
+    if (!task.cpus.empty() && !set_cpu_affinity(task.cpus)) {
+        r.error = "sched_setaffinity to CPUs " + task.cpus.to_string() + " failed: " + std::strerror(errno);
+        return r;
     }
     if (!read_affinity(r.cpus)) {
         r.error = std::string("cannot read back the CPU affinity: ") + std::strerror(errno);

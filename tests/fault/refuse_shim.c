@@ -7,7 +7,8 @@
  *   mempolicy  set_mempolicy() fails with EPERM
  *   mpolswap   set_mempolicy() succeeds but installs MPOL_PREFERRED instead of the
  *              requested policy (the read-back must notice)
- * Anything else (or unset): pass through. */
+ * Anything else (or unset): pass through. "narrow" and "mpolswap" act on the first call
+ * only, so numabind's restore after the failure reaches the kernel unaltered. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,7 +28,8 @@ int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t* set) {
         errno = EPERM;
         return -1;
     }
-    if (fault("narrow")) {
+    static int narrowed = 0;
+    if (fault("narrow") && !narrowed++) {
         cpu_set_t* one = CPU_ALLOC(CPU_SETSIZE);
         size_t sz = CPU_ALLOC_SIZE(CPU_SETSIZE);
         CPU_ZERO_S(sz, one);
@@ -49,7 +51,8 @@ long set_mempolicy(int mode, const unsigned long* nodemask, unsigned long maxnod
         errno = EPERM;
         return -1;
     }
-    if (fault("mpolswap") && mode != 1 /* MPOL_PREFERRED */) {
+    static int swapped = 0;
+    if (fault("mpolswap") && mode != 1 /* MPOL_PREFERRED */ && !swapped++) {
         unsigned long first = 1UL; /* node 0 */
         return syscall(SYS_set_mempolicy, 1, &first, 64UL);
     }

@@ -50,9 +50,9 @@ libdir_of_stage() {  # the lib directory that holds libnumabind.a
 }
 need_stage() { [ -x "$STAGE/bin/numabind" ] || { echo "stage $STAGE not installed (run the install step)"; exit 1; }; }
 
-# A topology of this very machine with one fake GPU at machine level (real binding possible).
+# A topology of this very machine with one fake GPU on its first package (real binding possible).
 this_topology() {  # OUT
-  python3 "$SRC/tests/tools/gen_topology.py" -o "$1" --gpu machine >/dev/null
+  python3 "$SRC/tests/tools/gen_topology.py" -o "$1" --gpu package:0 >/dev/null
 }
 
 step_install() {
@@ -89,6 +89,23 @@ step_install() {
   else
     echo "NOTE: no SPANK plugin in this build (slurm/spank.h missing?): CLI and library only"
   fi
+  # A packager's install (DESTDIR, prefix /usr, RPM's plugin dir): everything below DESTDIR,
+  # numabind.conf in DESTDIR/etc/slurm/plugstack.conf.d naming /usr/lib64/slurm.
+  local dd=$STAGE/../destdir
+  rm -rf "$dd"; mkdir -p "$dd"
+  if NUMABIND_SLURM_PLUGIN_DIR=/usr/lib64/slurm DESTDIR=$dd cmake --install "$BUILD" --prefix /usr \
+       >"$STAGE/../destdir.log" 2>&1; then
+    pass "DESTDIR=... cmake --install --prefix /usr"
+    check "DESTDIR install: CLI in DESTDIR/usr/bin" test -x "$dd/usr/bin/numabind"
+    if has_plugin; then
+      check "DESTDIR install: plugin in DESTDIR/usr/lib64/slurm" test -f "$dd/usr/lib64/slurm/spank_numabind.so"
+      check "DESTDIR install: numabind.conf in DESTDIR/etc/slurm/plugstack.conf.d naming /usr/lib64/slurm" \
+        grep -qE '^required /usr/lib64/slurm/spank_numabind\.so' "$dd/etc/slurm/plugstack.conf.d/numabind.conf"
+    fi
+  else
+    cat "$STAGE/../destdir.log"; fail "DESTDIR=... cmake --install --prefix /usr"
+  fi
+  rm -rf "$dd"
   "$STAGE/bin/numabind" --version >"$STAGE/../version.out" 2>&1
   check "installed numabind --version" grep -q "numabind 0.1" "$STAGE/../version.out"
   "$STAGE/bin/numabind" plan --topology "$SRC/tests/data/topologies/psmgmt_topo.jwb0001.xml" \
@@ -99,6 +116,10 @@ step_install() {
 
 step_consumer() {
   need_stage
+  # A sanitizer/fuzzer build's libnumabind.a needs the same instrumentation in every consumer.
+  if grep -qE '^NUMABIND_(SANITIZE|FUZZ):BOOL=ON' "$BUILD/CMakeCache.txt"; then
+    skip "instrumented build (NUMABIND_SANITIZE/NUMABIND_FUZZ): consumers would need its flags"
+  fi
   local work=$STAGE/../consumer-work lib topo=$SRC/tests/data/topologies/psmgmt_topo.jwb0001.xml
   rm -rf "$work"; mkdir -p "$work"
   lib=$(libdir_of_stage)
@@ -119,8 +140,8 @@ step_consumer() {
   check "pkg-config --modversion numabind" test "$(pkg-config --modversion numabind)" = 0.1.0
   local cflags libs
   cflags=$(pkg-config --cflags numabind) libs=$(pkg-config --libs numabind)
-  case " $cflags " in *" -I$STAGE/include "*) pass "pkg-config cflags point into STAGE" ;;
-    *) fail "pkg-config cflags point into STAGE ($cflags)" ;; esac
+  local incdir; incdir=$(pkg-config --variable=includedir numabind)
+  check "pkg-config includedir resolves into STAGE ($incdir)" test "$(realpath "$incdir")" = "$STAGE/include"
   # shellcheck disable=SC2086
   if g++ -std=c++17 -O1 -o "$work/pc-consumer" "$SRC/tests/package/consumer/main.cpp" $cflags $libs \
        >"$work/pc.log" 2>&1; then
@@ -185,6 +206,17 @@ step_examples() {
   check "placement: CPUs match NUMABIND_CPUS in main and workers" test "$(grep -c ' match=yes' "$work/placement.out")" = 3
   check "placement: memory policy prefer seen in numa_maps" test "$(grep -c ' numa_maps_policy=prefer' "$work/placement.out")" = 3
   check "placement: device 0 reported" grep -q ' role=main .* device=0 device_pci=0000:' "$work/placement.out"
+  # A binding that differs from the default: 2 tasks share the GPU, exclusive, rank 1 -> 1 core.
+  local ncpu; ncpu=$(nproc)
+  if [ "$ncpu" -ge 2 ]; then
+    "$STAGE/bin/numabind" run --topology "$work/this.xml" --mode exclusive --local-rank 1 --ntasks 2 -- \
+      python3 "$py" --placement-only --workers 2 >"$work/excl.out" 2>"$work/excl.err" || true
+    cat "$work/excl.out" "$work/excl.err"
+    local want; want=$("$STAGE/bin/numabind" plan --topology "$work/this.xml" --mode exclusive --ntasks 2 |
+                       awk '$1 == 1 { print $NF }')
+    check "placement (exclusive, rank 1 of 2): main + workers on CPUs $want" \
+      test "$(grep -c " mode=exclusive .* numabind_cpus=$want cpus_allowed=$want .* match=yes" "$work/excl.out")" = 3
+  fi
   # Without numabind: still runs, reports no binding.
   python3 "$py" --workers 1 >"$work/plain.out" 2>&1 || true
   check "placement without numabind (auto when torch is missing)" grep -q '^placement role=main .* mode=- ' "$work/plain.out"

@@ -3,6 +3,7 @@
 // root-owned files) and skip otherwise.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -101,6 +102,29 @@ TEST_F(CacheTest, MissWritesThenHits) {
     EXPECT_EQ(out.result, nb::CacheResult::Written) << out.detail;
     nb::load_this_machine(opts_, &out);
     EXPECT_EQ(out.result, nb::CacheResult::Hit) << out.detail;
+}
+
+TEST_F(CacheTest, RootWritesUsersRead) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    ASSERT_EQ(chmod(base_.c_str(), 0755), 0);
+    nb::write_topology_cache(opts_);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {  // as nobody: the cache is read (hit), never written
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+        nb::TopologyCacheOptions ro = opts_;
+        nb::CacheOutcome out;
+        try {
+            nb::load_this_machine(ro, &out);
+        } catch (...) {
+            _exit(11);
+        }
+        _exit(out.result == nb::CacheResult::Hit ? 0 : 12);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setuid failed, 11: load threw, 12: not a hit";
 }
 
 TEST_F(CacheTest, NoWriteWhenDisabledByOptions) {

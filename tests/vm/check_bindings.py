@@ -89,8 +89,12 @@ class Result:
 # ---------------------------------------------------------------------------- parsing
 def parse_output(path):
     """-> facts dict, topo {match: (rc, json|None, err)}, plans {id: (rc, json, err)},
-    runs {(id, rank): (rc, {key: value}, [other lines])}, timings [str]"""
+    runs {(id, rank): (rc, {key: value}, [other lines])}, timings [str],
+    cpusets {plan id: None | (cpus, mems, effective cpus, effective mems)}, cpuset events"""
     facts, topo, plans, runs, times = {}, {}, {}, {}, []
+    cpusets = {}  # plan id -> (requested cpus, mems, effective cpus, mems) or None
+    events = []   # cpuset lines, in order
+    current = None
     block, name, lines = None, None, []
     with open(path, errors="replace") as f:
         for raw in f:
@@ -102,6 +106,14 @@ def parse_output(path):
                     block, name, lines = "topo", line[7:], []
                 elif line.startswith("@@PLAN "):
                     block, name, lines = "plan", line[7:], []
+                    cpusets[name] = current
+                elif line.startswith("@@CPUSET "):
+                    f = line.split()[1:]
+                    current = None if f[0] == "-" else tuple(f)
+                    events.append(line[2:])
+                elif line.startswith("@@CPUSET_FAILED"):
+                    events.append(line[2:])
+                    current = ("failed",)
                 elif line.startswith("@@RUN "):
                     _, cid, rank = line.split()
                     block, name, lines = "run", (cid, int(rank)), []
@@ -142,7 +154,7 @@ def parse_output(path):
                         other.append(ln)
                 runs[name] = (rc, kv, other)
             block = None
-    return facts, topo, plans, runs, times
+    return facts, topo, plans, runs, times, cpusets, events
 
 
 def parse_cases(path):
@@ -150,7 +162,7 @@ def parse_cases(path):
     with open(path) as f:
         for line in f:
             line = line.strip()
-            if not line or line.startswith("#"):
+            if not line or line.startswith("#") or line.startswith("@"):
                 continue
             cid, ntasks, mib, args = line.split("|", 3)
             argv = args.split()
@@ -178,6 +190,8 @@ class Kernel:
         self.nodes = sorted(int(k[4:-5]) for k in facts if re.match(r"^node\d+\.cpus$", k))
         self.node_cpus = {n: parse_list(facts["node%d.cpus" % n]) for n in self.nodes}
         self.cpu_nodes = [n for n in self.nodes if self.node_cpus[n]]
+        self.dist = {n: dict(zip(self.nodes, map(int, facts["node%d.distance" % n].split())))
+                     for n in self.nodes}
         self.has_cpu = parse_list(facts.get("node.has_cpu", ""))
         self.cpus = parse_list(facts["cpu.online"])
         self.package = {c: int(facts["cpu%d.package" % c]) for c in self.cpus}
@@ -288,9 +302,18 @@ def check_topo(R, K, shape, topo, matches):
                         % (addr, kd["numa_node"]), "warning: %r" % a.get("warning"))
 
 
-def check_case(R, K, shape, case, plans, runs):
+def check_case(R, K, shape, case, plans, runs, cpuset):
     cid, n, mode, mem = case["id"], case["ntasks"], case["mode"], case["mem"]
     tag = "%s %s" % (shape, cid)
+    # what the tasks may use: the cpuset cgroup's effective sets as the kernel reports them
+    A, M = set(K.cpus), set(K.nodes)
+    if cpuset:
+        if not R.check(len(cpuset) == 4, tag + ": cpuset cgroup set up", "%s" % (cpuset,)):
+            return
+        A, M = parse_list(cpuset[2]), parse_list(cpuset[3])
+        R.check(A == parse_list(cpuset[0]) and M == parse_list(cpuset[1]),
+                tag + ": cpuset effective cpus %s mems %s as requested" % (cpuset[2], cpuset[3]))
+        tag += " [cpuset %s/%s]" % (fmt(A), fmt(M))
     rc, plan, err = plans.get(cid, (None, None, ["no output"]))
     if not R.check(rc == 0 and plan is not None, tag + ": plan --json exit 0", "rc=%s %s" % (rc, "; ".join(err))):
         return
@@ -305,7 +328,20 @@ def check_case(R, K, shape, case, plans, runs):
         idx = visible[r % len(visible)]
         addr = accs[idx]
         home, fallback = K.home(addr)
-        exp.append({"idx": idx, "pci": addr, "home": home, "fallback": fallback, "home_cpus": K.cpus_of(home)})
+        e = {"idx": idx, "pci": addr, "home": home, "fallback": fallback, "cpu_nodes": home, "near": False,
+             "memfb": False, "home_cpus": K.cpus_of(home) & A}
+        if not e["home_cpus"]:
+            # documented: the nearest nodes (distance from the home) that have allowed CPUs
+            cand = [m for m in K.cpu_nodes if K.node_cpus[m] & A]
+            best = min(min(K.dist[h][m] for h in home) for m in cand)
+            e["cpu_nodes"] = [m for m in cand if min(K.dist[h][m] for h in home) == best]
+            e["home_cpus"] = K.cpus_of(e["cpu_nodes"]) & A
+            e["near"] = True
+        e["mems"] = [m for m in home if m in M]
+        if not e["mems"]:
+            e["mems"] = [m for m in e["cpu_nodes"] if m in M]
+            e["memfb"] = True
+        exp.append(e)
 
     applied = {}  # rank -> cpus the kernel reports for the probe
     for r in range(n):
@@ -327,8 +363,10 @@ def check_case(R, K, shape, case, plans, runs):
                 "plan: %s" % fmt(pcpus))
         warns = [ln for ln in other if ln.startswith("numabind:")]
 
+        R.check(parse_list(kv.get("mems_allowed", "")) == M, rt + ": Mems_allowed_list %s" % fmt(M),
+                "got %s" % kv.get("mems_allowed"))
         if mode == "none":
-            R.check(kcpus == K.cpus, rt + ": mode none leaves all CPUs %s" % fmt(K.cpus), "got %s" % fmt(kcpus))
+            R.check(kcpus == A, rt + ": mode none leaves all allowed CPUs %s" % fmt(A), "got %s" % fmt(kcpus))
             R.check(kv.get("mempolicy") == "default", rt + ": mode none leaves the default memory policy",
                     "got %s %s" % (kv.get("mempolicy"), kv.get("mempolicy_nodes")))
             R.check(kv.get("NUMABIND_MODE") == "none", rt + ": NUMABIND_MODE=none", kv.get("NUMABIND_MODE", ""))
@@ -342,16 +380,17 @@ def check_case(R, K, shape, case, plans, runs):
                     % (fmt(kcpus), e["home"], fmt(hc), K.pci[e["pci"]]["numa_node"]))
         else:
             R.check(bool(kcpus) and kcpus <= hc,
-                    rt + ": cpus %s lie on the device's node(s) %s (cpus %s; sysfs numa_node %s)"
-                    % (fmt(kcpus), e["home"], fmt(hc), K.pci[e["pci"]]["numa_node"]))
+                    rt + ": cpus %s lie on the device's node(s) %s%s (allowed cpus %s; sysfs numa_node %s)"
+                    % (fmt(kcpus), e["home"], " -> nearest %s" % e["cpu_nodes"] if e["near"] else "",
+                       fmt(hc), K.pci[e["pci"]]["numa_node"]))
         off = {c for c in kcpus if not any(c in K.node_cpus[x] for x in K.cpu_nodes)}
         R.check(not off, rt + ": no CPU outside the CPU-bearing nodes %s" % K.cpu_nodes, fmt(off))
         if mode == "node":
-            R.check(kcpus == hc, rt + ": node mode gets all cpus %s of node(s) %s" % (fmt(hc), e["home"]),
-                    "got %s" % fmt(kcpus))
+            R.check(kcpus == hc, rt + ": node mode gets all allowed cpus %s of node(s) %s"
+                    % (fmt(hc), e["cpu_nodes"]), "got %s" % fmt(kcpus))
         elif mode == "socket":
             pk = {K.package[c] for c in hc}
-            want = {c for c in K.cpus if K.package[c] in pk}
+            want = {c for c in K.cpus if K.package[c] in pk} & A
             R.check(kcpus == want, rt + ": socket mode gets package(s) %s = cpus %s" % (sorted(pk), fmt(want)),
                     "got %s" % fmt(kcpus))
         elif mode == "core-complex":
@@ -359,19 +398,29 @@ def check_case(R, K, shape, case, plans, runs):
             R.check(len(l3s) == 1, rt + ": core-complex cpus %s within one L3" % fmt(kcpus),
                     "L3s: %s" % " ".join(fmt(x) for x in l3s))
 
-        # the documented treatment of devices without CPU-bearing NUMA node
-        fb = [w for w in warnings_of(t) + warns if "all NUMA nodes" in w and e["pci"] in w]
+        # warnings: the documented treatment of a device without CPU-bearing NUMA node,
+        # of a home without allowed CPUs and of a home without allowed memory
+        wanted = []
         if e["fallback"]:
-            R.check(bool(fb) and any(w.startswith("numabind: warning:") for w in warns)
-                    and any(e["pci"] in w for w in t["warnings"]),
-                    rt + ": device %s (sysfs numa_node %s) warned local to all NUMA nodes (plan and run)"
-                    % (e["pci"], K.pci[e["pci"]]["numa_node"]), "plan %s / run %s" % (t["warnings"], warns))
-        else:
-            R.check(not warns and not t["warnings"], rt + ": no warnings", "plan %s / run %s" % (t["warnings"], warns))
+            wanted.append(("device %s (sysfs numa_node %s) warned local to all NUMA nodes"
+                           % (e["pci"], K.pci[e["pci"]]["numa_node"]),
+                           lambda w: e["pci"] in w and "all NUMA nodes" in w))
+        if e["near"]:
+            wanted.append(("no allowed CPU at home: warned, nearest node(s) %s" % e["cpu_nodes"],
+                           lambda w: "no allowed CPU" in w and fmt(e["home_cpus"]) in w))
+        if e["memfb"]:
+            wanted.append(("home memory not allowed: warned, node(s) %s" % e["mems"],
+                           lambda w: "is not allowed" in w))
+        for what, pred in wanted:
+            R.check(any(pred(w) for w in t["warnings"]) and any(pred(w) for w in warns),
+                    rt + ": " + what + " (plan and run)", "plan %s / run %s" % (t["warnings"], warns))
+        R.check(len(t["warnings"]) == len(wanted) and len(warns) == len(wanted),
+                rt + ": %d warning(s), no others" % len(wanted), "plan %s / run %s" % (t["warnings"], warns))
 
         # memory
-        R.check(pmems == e["home"], rt + ": planned memory nodes %s = home (never a CPU-less node)" % e["home"],
-                "plan: %s" % pmems)
+        R.check(pmems == e["mems"], rt + ": planned memory nodes %s (home%s; never a CPU-less node)"
+                % (e["mems"], " ∩ allowed, else CPU nodes" if cpuset else ""), "plan: %s" % pmems)
+        R.check(all(m in K.cpu_nodes for m in pmems), rt + ": memory nodes have CPUs", "plan: %s" % pmems)
         R.check(t["mem_policy"] == mem, rt + ": plan mem_policy %s" % mem, "plan: %s" % t["mem_policy"])
         want_pol = MEMPOLICY.get(mem) or ("preferred" if len(pmems) == 1 else "preferred_many")
         want_nodes = "" if mem == "none" else fmt(pmems).replace("(none)", "")
@@ -404,9 +453,10 @@ def check_case(R, K, shape, case, plans, runs):
     # tasks sharing one home: split rules
     groups = defaultdict(list)
     for r in range(n):
-        groups[tuple(exp[r]["home"])].append(r)
+        groups[tuple(exp[r]["cpu_nodes"])].append(r)
     for home, members in groups.items():
         hc = exp[members[0]]["home_cpus"]
+        home = exp[members[0]]["cpu_nodes"]
         gt = "%s ranks %s (home node(s) %s)" % (tag, ",".join(map(str, members)), list(home))
         sets = [applied[r] for r in members]
         disjoint = all(not (sets[i] & sets[j]) for i in range(len(sets)) for j in range(i + 1, len(sets)))
@@ -446,17 +496,13 @@ def check_case(R, K, shape, case, plans, runs):
                         " ".join(fmt(s) for s in sets))
     if len(groups) > 1:
         pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if applied[a] & applied[b]]
-        mixed = any(exp[a]["home"] != exp[b]["home"] for a, b in pairs)
+        mixed = any(exp[a]["cpu_nodes"] != exp[b]["cpu_nodes"] for a, b in pairs)
         R.check(not pairs, "%s: %s sets of all ranks pairwise disjoint (ranks with different home nodes too)"
                 % (tag, mode),
                 "overlapping: " + ", ".join("rank %d (node(s) %s) %s & rank %d (node(s) %s) %s"
-                                            % (a, exp[a]["home"], fmt(applied[a]), b, exp[b]["home"],
+                                            % (a, exp[a]["cpu_nodes"], fmt(applied[a]), b, exp[b]["cpu_nodes"],
                                                fmt(applied[b])) for a, b in pairs),
                 known="cross-home-overlap" if mixed else None)
-
-
-def warnings_of(task):
-    return list(task.get("warnings", []))
 
 
 def main(argv):
@@ -468,7 +514,7 @@ def main(argv):
         return 2
     shape, cases_path, out_path = argv
     R = Result(strict)
-    facts, topo, plans, runs, times = parse_output(out_path)
+    facts, topo, plans, runs, times, cpusets, events = parse_output(out_path)
     if not R.check(bool(facts), "%s: guest printed its kernel facts" % shape):
         return 1
     K = Kernel(facts)
@@ -477,8 +523,15 @@ def main(argv):
     R.check(set(K.cpu_nodes) == K.has_cpu, "%s: nodes with cpulist = node/has_cpu" % shape)
     cases = parse_cases(cases_path)
     check_topo(R, K, shape, topo, sorted({c["match"] for c in cases}))
+    for ev in events:
+        print("INFO %s guest %s" % (shape, ev))
+        f = ev.split()
+        R.check(f[0] == "CPUSET", "%s: cpuset directive ran: %s" % (shape, ev))
+        if f[0] == "CPUSET" and f[1] == "-":
+            R.check(len(f) == 5 and parse_list(f[3]) == K.cpus and parse_list(f[4]) == set(K.nodes),
+                    "%s: back in the root cgroup: cpus %s mems %s" % (shape, fmt(K.cpus), fmt(K.nodes)), ev)
     for case in cases:
-        check_case(R, K, shape, case, plans, runs)
+        check_case(R, K, shape, case, plans, runs, cpusets.get(case["id"]))
     R.check("DONE" in "".join(times) or any(t.startswith("TIME payload") for t in times),
             "%s: payload ran to the end" % shape)
     for t in times:

@@ -14,7 +14,7 @@
 #                 (default DIR/image of --work)
 #   --keep        keep the payload directories (always kept when a check fails)
 #   --strict      known numabind bugs (XFAIL) fail the test too (also NBVM_STRICT=1)
-#   --timeout S   QEMU wall-clock limit per boot (default 130)
+#   --timeout S   QEMU wall-clock limit per boot (default 180)
 #   --serial      boot the shapes one after the other (default: in parallel when the
 #                 host has a CPU per shape)
 #
@@ -28,7 +28,7 @@ WORK=${NBVM_WORK:-${TMPDIR:-/tmp}/numabind-vm-test}
 IMG=
 KEEP=0
 STRICT=${NBVM_STRICT:-0}
-TIMEOUT=130
+TIMEOUT=180
 PARALLEL=1
 SHAPES=()
 while [ $# -gt 0 ]; do

@@ -11,7 +11,11 @@
 #   @@ERR line                    stderr of plan/topo
 #   @@TIME NAME SECONDS           guest time of a step
 #
-# $PAYLOAD/cases.txt, one case per line:  ID|NTASKS|PROBE_MIB|ARGS...  (# comments)
+#   @@CPUSET CPUS MEMS EFF_CPUS EFF_MEMS   the cases below run in a cpuset cgroup
+#                                 (EFF_*: cpuset.{cpus,mems}.effective read back)
+#
+# $PAYLOAD/cases.txt, one case per line:  ID|NTASKS|PROBE_MIB|ARGS...  (# comments);
+# a line "@cpuset CPUS MEMS" runs the cases after it in a cgroup v2 cpuset ("- -": root).
 # $PAYLOAD/topo.txt, one device-match spec per line for `numabind topo --json`.
 P=$PAYLOAD
 # Programs run from the RAM file system: exec from the 9p share (cache=none) rereads
@@ -43,8 +47,32 @@ done < /tmp/topo.txt
 
 nruns=0
 t_runs=0
+# cpuset CPUS MEMS: move this shell (and so every later command) into a cgroup v2
+# cpuset with those CPUs and memory nodes; "cpuset - -" moves it back to the root.
+cpuset() {
+    G=/sys/fs/cgroup
+    if [ ! -f $G/cgroup.procs ]; then
+        mount -t cgroup2 none $G || return 1
+    fi
+    if [ "$1" = - ]; then
+        echo $$ > $G/cgroup.procs || return 1
+        echo "@@CPUSET - - $(awk '/^Cpus_allowed_list/ { c = $2 } /^Mems_allowed_list/ { m = $2 } END { print c, m }' /proc/self/status)"
+        return 0
+    fi
+    [ -d $G/nbvm ] || { echo +cpuset > $G/cgroup.subtree_control && mkdir $G/nbvm; } || return 1
+    echo "$1" > $G/nbvm/cpuset.cpus && echo "$2" > $G/nbvm/cpuset.mems && echo $$ > $G/nbvm/cgroup.procs || return 1
+    # what the kernel made of it: the effective sets (read back, not assumed)
+    echo "@@CPUSET $1 $2 $(cat $G/nbvm/cpuset.cpus.effective) $(cat $G/nbvm/cpuset.mems.effective)"
+}
+
 while IFS='|' read -r id ntasks mib args; do
-    case "$id" in ''|'#'*) continue ;; esac
+    case "$id" in
+        '@cpuset '*)
+            # shellcheck disable=SC2086
+            cpuset ${id#@cpuset } || echo "@@CPUSET_FAILED $id"
+            continue ;;
+        ''|'#'*) continue ;;
+    esac
     echo "@@PLAN $id"
     # shellcheck disable=SC2086 # ARGS are split on purpose
     "$B/numabind" plan --json --ntasks "$ntasks" $args 2> /tmp/err
