@@ -26,7 +26,10 @@
 #
 # Packaging: `cpack -G DEB` (in the build directory) builds numabind_<version>_<arch>.deb with
 # exactly the components above (the plugin at the Slurm plugin directory, numabind.conf as a
-# conffile in /etc/slurm/plugstack.conf.d). Configure with -DCMAKE_INSTALL_PREFIX=/usr for
+# conffile in /etc/slurm/plugstack.conf.d). Only the components runtime, plugin, devel, man and
+# doc are packaged: an install() rule elsewhere without one of these COMPONENTs is left out of
+# the .deb (so spank/CMakeLists.txt's own install() of the plugin is not packaged twice).
+# Configure with -DCMAKE_INSTALL_PREFIX=/usr for
 # Debian's multiarch library directory. RPM: packaging/rpm/numabind.spec.
 
 include(GNUInstallDirs)

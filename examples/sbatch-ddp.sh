@@ -48,9 +48,10 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
 # RANK / WORLD_SIZE / LOCAL_RANK come from SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID
 # inside train_resnet18.py. --cpu-bind is left alone: numabind's binding replaces Slurm's
 # per-task default anyway (it is applied last, inside the step's cpuset).
-# --whole: the step gets every CPU of the job's nodes. Since Slurm 21.08 a step otherwise gets
-# only ntasks x cpus-per-task CPUs (8 here), and numabind plans inside the step's cpuset.
-cmd=(srun --whole --kill-on-bad-exit=1 python3 "$script" --workers 6 --epochs 2 "$@")
+# numabind plans inside the step's cpuset: the step must own the node's CPUs. The job has
+# them (--exclusive) and a step uses all of the job's CPUs on its nodes (Slurm 22.05+;
+# don't add --exact; Slurm 21.08 needs srun --whole instead).
+cmd=(srun --kill-on-bad-exit=1 python3 "$script" --workers 6 --epochs 2 "$@")
 
 if [ "${NUMABIND_DRY_RUN:-0}" = 1 ]; then
   printf 'MASTER_ADDR=%s MASTER_PORT=%s OMP_NUM_THREADS=%s\n' "$MASTER_ADDR" "$MASTER_PORT" "$OMP_NUM_THREADS"

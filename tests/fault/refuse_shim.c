@@ -52,7 +52,7 @@ long set_mempolicy(int mode, const unsigned long* nodemask, unsigned long maxnod
         return -1;
     }
     static int swapped = 0;
-    if (fault("mpolswap") && mode != 1 /* MPOL_PREFERRED */ && !swapped++) {
+    if (fault("mpolswap") && mode == 2 /* MPOL_BIND */ && !swapped++) {
         unsigned long first = 1UL; /* node 0 */
         return syscall(SYS_set_mempolicy, 1, &first, 64UL);
     }

@@ -16,6 +16,8 @@
 #   slurm      the installed plugin in a private Slurm cluster (tests/slurm/cluster.sh):
 #              srun --help lists --numa-binding; srun -n1 --numa-binding=node binds the task;
 #              the training example's placement under srun (needs root; 77 = skipped)
+#   tables     the DGX A100 tables in the man pages and docs/OPTIONS.md are what the installed
+#              `numabind plan` prints for a DGX-A100-like topology (lstopo synthetic + fake GPUs)
 #   deb        cpack -G DEB; the .deb lists the CLI, plugin, man pages, conf (as a conffile)
 #              and depends on libhwloc15, libnuma1 and Slurm's plugins
 # Exit 0 pass, 1 fail, 77 skipped.
@@ -260,6 +262,66 @@ step_slurm() {
   finish
 }
 
+step_tables() {
+  need_stage
+  command -v lstopo >/dev/null || skip "lstopo (hwloc) not installed"
+  local work=$STAGE/../tables-work; rm -rf "$work"; mkdir -p "$work"
+  # 2 x EPYC 7742 NPS4: 8 NUMA nodes x 4 L3 x 4 cores x 2 PUs; PU siblings c and c+128.
+  local idx; idx=$(python3 -c "print(','.join(str(c + 128 * t) for c in range(128) for t in range(2)))")
+  lstopo --input "pack:2 group:4 [numa] l3:4 core:4 pu:2(indexes=$idx)" --of xml "$work/syn.xml" 2>/dev/null
+  # DGX A100: GPUs 0,1 -> NUMA 3; 2,3 -> 1; 4,5 -> 7; 6,7 -> 5 (PCI order as on the real machine)
+  python3 "$SRC/tests/tools/gen_topology.py" -i "$work/syn.xml" -o "$work/dgx.xml" \
+    --gpu numa:3=0000:07:00.0 --gpu numa:3=0000:0f:00.0 --gpu numa:1=0000:47:00.0 --gpu numa:1=0000:4e:00.0 \
+    --gpu numa:7=0000:87:00.0 --gpu numa:7=0000:90:00.0 --gpu numa:5=0000:b7:00.0 --gpu numa:5=0000:bd:00.0 \
+    >/dev/null
+  local m
+  for m in node socket exclusive core-complex; do
+    "$STAGE/bin/numabind" plan --topology "$work/dgx.xml" --mode "$m" --ntasks 8 >"$work/$m.plan" 2>&1 ||
+      { cat "$work/$m.plan"; fail "plan $m"; }
+  done
+  if python3 - "$work" "$STAGE/share/man/man1/numabind.1" "$STAGE/share/man/man8/spank_numabind.8" \
+       "$SRC/docs/OPTIONS.md" <<'PY'
+import re, sys
+work, docs = sys.argv[1], sys.argv[2:]
+modes = ["node", "socket", "exclusive", "core-complex"]
+plan = {}
+for m in modes:
+    for line in open(f"{work}/{m}.plan"):
+        f = line.split()
+        if len(f) == 6 and f[0].isdigit():
+            plan[(m, int(f[0]))] = (int(f[1]), f[3], f[5])  # gpu, mems, cpus
+bad = 0
+for doc in docs:
+    text = open(doc).read().replace("\\-", "-")
+    rows = {}
+    if doc.endswith(".md"):
+        for line in text.splitlines():
+            f = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(f) == 7 and f[0].isdigit():
+                for i, m in enumerate(modes):
+                    rows[(m, int(f[0]))] = (int(f[1]), f[2], f[3 + i])
+    else:
+        pair = None
+        for line in text.splitlines():
+            f = line.split()
+            if f[:3] == ["task", "GPU", "NUMA"]:
+                pair = f[3:5]
+            elif pair and len(f) == 5 and f[0].isdigit():
+                for i, m in enumerate(pair):
+                    rows[(m, int(f[0]))] = (int(f[1]), f[2], f[3 + i])
+    if len(rows) != 32:
+        print(f"{doc}: found {len(rows)} of 32 table cells"); bad += 1
+    for key, (gpu, numa, cpus) in sorted(rows.items()):
+        want = plan.get(key)
+        if want != (gpu, numa, cpus):
+            print(f"{doc}: {key}: documented GPU {gpu} NUMA {numa} CPUs {cpus}, plan says {want}"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+  then pass "DGX A100 tables in numabind(1), spank_numabind(8) and OPTIONS.md match numabind plan"
+  else fail "DGX A100 tables match numabind plan"; fi
+  finish
+}
+
 step_deb() {
   command -v cpack >/dev/null || skip "cpack not installed"
   command -v dpkg-deb >/dev/null || skip "dpkg-deb not installed"
@@ -299,6 +361,6 @@ step_deb() {
 }
 
 case $STEP in
-  install|consumer|man|examples|slurm|deb) "step_$STEP" ;;
+  install|consumer|man|examples|slurm|tables|deb) "step_$STEP" ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac
