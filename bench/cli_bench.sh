@@ -32,16 +32,20 @@ if [ "$(id -u)" -eq 0 ]; then
   NUMABIND_TOPOLOGY_CACHE="$work/cache" "$NB" topo --export-cache >/dev/null && cache="$work/cache"
 fi
 
-# Every command goes through env(1) so that each row pays the same exec overhead.
+# Every command goes through env(1) so that each row pays the same exec overhead. The CLI
+# keeps hwloc's GL, OpenCL and libxml2 plugins unloaded unless HWLOC_PLUGINS_BLACKLIST is
+# set; "all hwloc plugins" rows set it to a name that matches nothing.
 E="env NUMABIND_TOPOLOGY_CACHE=off"
 C="env NUMABIND_TOPOLOGY_CACHE=$cache"
 declare -a names cmds
 add() { names+=("$1"); cmds+=("$2"); }
 add "process floor: numabind --version"                 "$E $NB --version"
 add "topo: live discovery"                              "$E $NB topo"
+add "topo: live discovery, all hwloc plugins"           "$E HWLOC_PLUGINS_BLACKLIST=none $NB topo"
 [ "$cache" != off ] && add "topo: per-boot cache hit"   "$C $NB topo"
 [ -n "$lstopo_xml" ] && add "topo: --topology lstopo XML of this machine" "$E $NB topo --topology $lstopo_xml"
 add "topo: --topology jsfc005 (256 PUs, 316 KiB)"       "$E $NB topo --topology $TOPO/psmgmt_topo.jsfc005.xml"
+add "topo: --topology jsfc005, all hwloc plugins"      "$E HWLOC_PLUGINS_BLACKLIST=none $NB topo --topology $TOPO/psmgmt_topo.jsfc005.xml"
 add "topo: --topology DGX-2 (16 GPUs)"                  "$E $NB topo --topology $TOPO/hwloc_nvidiaDGX2.xml"
 add "show: live"                                        "$E $NB show"
 [ "$cache" != off ] && add "show: cache"                "$C $NB show"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -141,12 +142,15 @@ void bm_load_live(benchmark::State& state, bool quiet) {
     }
 }
 
-// This machine's topology exported as XML once (what the per-boot cache holds).
+// This machine's topology exported as XML once (what the per-boot cache holds), in a
+// temporary directory that main() removes.
+std::string g_tmpdir;
 std::string this_machine_xml() {
     static std::string path;
     if (path.empty()) {
         char dir[] = "/tmp/numabind-bench-XXXXXX";
         if (!mkdtemp(dir)) throw nb::Error("mkdtemp failed");
+        g_tmpdir = dir;
         path = std::string(dir) + "/this-machine.xml";
         std::ofstream(path) << nb::HwlocTopology(nb::LoadOptions{}).export_xml();
     }
@@ -245,5 +249,6 @@ int main(int argc, char** argv) {
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
+    if (!g_tmpdir.empty()) std::filesystem::remove_all(g_tmpdir);
     return 0;
 }

@@ -27,11 +27,17 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work"
   dict=()
   [ -f "$here/dict/$h.dict" ] && dict=(-dict="$here/dict/$h.dict")
+  # hwloc 2.9 leaks on some rejected XML inside its libxml2 plugin, which it unloads before
+  # LeakSanitizer reports, so the frames are "<unknown module>" and no suppression can name
+  # them: leak checking is off for this one harness (crashes, UB and hangs still fail it).
+  leaks=()
+  asan=$ASAN_OPTIONS
+  [ "$h" = fuzz_topology_xml ] && { leaks=(-detect_leaks=0); asan=${asan//detect_leaks=1/detect_leaks=0}; }
   log=$build/fuzz-logs/$h.log
   # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a runaway allocation.
   # shellcheck disable=SC2086
-  "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
-         -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" \
+  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
+         -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" "${leaks[@]}" \
          ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" >"$log" 2>&1
   rc=$?
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)

@@ -3,6 +3,7 @@
 #   scripts/test.sh                 all tiers (unit, cli, slurm, mpi, vm)
 #   NUMABIND_TEST_LABELS=unit|cli   only the labelled ctest tiers (a ctest -L regex)
 #   NUMABIND_BUILD_DIR=DIR          build directory (default: build)
+#   NUMABIND_ASAN=0                 skip the AddressSanitizer/UBSan pass (build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .ci/install-deps.sh
@@ -13,4 +14,8 @@ args=(--test-dir "$BUILD" --output-on-failure --timeout 900)
 [ -n "${NUMABIND_TEST_LABELS:-}" ] && args+=(-L "$NUMABIND_TEST_LABELS")
 start=$(date +%s)
 ctest "${args[@]}"
+# The unit and command-line tiers again under AddressSanitizer + UBSan (own build dir).
+if [ -z "${NUMABIND_TEST_LABELS:-}" ] && [ "${NUMABIND_ASAN:-1}" = 1 ]; then
+  NUMABIND_JOBS="$(nproc)" tests/asan.sh
+fi
 echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"

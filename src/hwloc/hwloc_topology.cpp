@@ -147,15 +147,15 @@ void build_model(hwloc_topology_t t, Topology& m) {
 }
 
 // hwloc dlopens every plugin it finds on its first topology (GL, OpenCL, PCI, libxml2):
-// milliseconds per load, most of a step's binding cost. An XML needs none of them (hwloc
-// has its own XML reader) and live discovery reads PCI from sysfs itself. Set for the
-// first load only, never over a value the site chose.
+// milliseconds per load, most of a step's binding cost. Neither an XML nor live discovery
+// needs GL or OpenCL, and an XML needs no PCI probing. The libxml2 importer stays: hwloc
+// 2.9's built-in one crashes on some malformed files (fuzz/known-hwloc-crashes/). Set for
+// the first load only, never over a value the site chose.
 class QuietHwlocPlugins {
 public:
     explicit QuietHwlocPlugins(bool from_xml) {
         if (std::getenv(kVar)) return;
-        set_ = setenv(kVar, from_xml ? "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml" : "hwloc_gl,hwloc_opencl",
-                      0) == 0;
+        set_ = setenv(kVar, from_xml ? "hwloc_gl,hwloc_opencl,hwloc_pci" : "hwloc_gl,hwloc_opencl", 0) == 0;
     }
     ~QuietHwlocPlugins() {
         if (set_) unsetenv(kVar);

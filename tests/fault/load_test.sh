@@ -81,14 +81,15 @@ EOF
 chmod 0755 "$D/job.sh"
 
 T0=$SECONDS
-timeout 500 salloc -N1 -n2 "$D/job.sh" >"$D/job.out" 2>"$D/job.err" &
+(timeout 500 salloc -N1 -n2 "$D/job.sh" >"$D/job.out" 2>"$D/job.err" </dev/null; echo $? >"$D/job.done") &
 JOB=$!
 wait_for_job() {  # FILE: the job's phase marker, or give up when the job is gone
   local f=$1 n=0
   while [ ! -e "$f" ]; do
-    kill -0 "$JOB" 2>/dev/null || return 1
+    [ -e "$D/job.done" ] && return 1
     sleep 0.2; n=$((n + 1)); [ $n -gt 2000 ] && return 1
   done
+  return 0
 }
 if ! wait_for_job "$D/phase.warm"; then
   bad "warm-up did not finish: $(tail -3 "$D/job.err" | tr '\n' ' ')"; exit 1
