@@ -17,6 +17,7 @@
 #include "numabind/idset.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/report.hpp"
+#include "numabind/topology_cache.hpp"
 #include "numabind/visible.hpp"
 
 namespace numabind::spank {
@@ -175,10 +176,14 @@ int stepd_prepare(spank_t sp) {
     st.step_gpus = job_getenv(sp, stepid == kBatchStep ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        LoadOptions lo;
-        if (!st.site.topology.empty()) lo.xml_path = expand_path(st.site.topology, st.node_name, short_hostname());
-        lo.this_system = true;
-        st.topo = std::make_unique<HwlocTopology>(lo);
+        if (!st.site.topology.empty()) {
+            st.topo = std::make_unique<HwlocTopology>(
+                LoadOptions{expand_path(st.site.topology, st.node_name, short_hostname()), true});
+        } else {
+            // This machine: the per-boot cache (/run/numabind, written here as root on the
+            // first step after boot) instead of a live discovery on every step.
+            st.topo = load_this_machine();
+        }
         st.accelerators = find_accelerators(
             st.topo->model(), st.site.devices.empty() ? DeviceMatcher::builtin() : DeviceMatcher::parse(st.site.devices));
     } catch (const std::exception& e) {

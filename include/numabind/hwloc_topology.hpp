@@ -25,6 +25,26 @@ struct LoadOptions {
     std::string xml_buffer;     // XML text to load instead of a file (tests, fuzzing, caches)
 };
 
+// hwloc dlopens all its plugins at a process's first topology (and again whenever none
+// is alive): GL/X11 and OpenCL cost milliseconds and are never needed here. While alive,
+// sets HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl unless it is already set (a site's
+// choice wins) and restores it on destruction. The libxml2 importer is kept on purpose:
+// hwloc 2.9's built-in one crashes on some malformed files (fuzz/known-hwloc-crashes/)
+// and is no faster. setenv(3) is not thread-safe: use it where no other thread reads the
+// environment (the CLI, slurmstepd's SPANK callbacks). HwlocTopology uses it itself.
+class ScopedQuietHwlocPlugins {
+public:
+    static constexpr const char* kVariable = "HWLOC_PLUGINS_BLACKLIST";
+    static constexpr const char* kValue = "hwloc_gl,hwloc_opencl";
+    ScopedQuietHwlocPlugins();
+    ~ScopedQuietHwlocPlugins();
+    ScopedQuietHwlocPlugins(const ScopedQuietHwlocPlugins&) = delete;
+    ScopedQuietHwlocPlugins& operator=(const ScopedQuietHwlocPlugins&) = delete;
+
+private:
+    bool set_ = false;
+};
+
 class HwlocTopology {
 public:
     // Throws Error with a one-line reason when hwloc cannot load the topology.

@@ -24,28 +24,7 @@ namespace numabind {
 struct TopologyCacheOptions {
     std::string dir = "/run/numabind";
     bool write = true;          // after a live discovery, write the cache when running as root
-    bool quiet_plugins = true;  // load with ScopedQuietHwlocPlugins (below)
-};
-
-// hwloc dlopens all its plugins at a process's first topology (and again whenever none
-// is alive): libxml2 (~6 M instructions of relocation alone), GL/X11 and OpenCL. None
-// of them is needed to load an XML (hwloc's own parser reads it; export works without
-// libxml2 too) nor, for the planner, to discover the machine live (PCI is kept).
-// While alive, sets HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml in
-// the process environment, unless it is already set (a site's choice wins); restores it
-// on destruction. setenv(3) is not thread-safe: use it where no other thread reads the
-// environment concurrently (the CLI; the SPANK plugin's slurmstepd callbacks).
-class ScopedQuietHwlocPlugins {
-public:
-    static constexpr const char* kVariable = "HWLOC_PLUGINS_BLACKLIST";
-    static constexpr const char* kValue = "hwloc_gl,hwloc_opencl,hwloc_xml_libxml";
-    ScopedQuietHwlocPlugins();
-    ~ScopedQuietHwlocPlugins();
-    ScopedQuietHwlocPlugins(const ScopedQuietHwlocPlugins&) = delete;
-    ScopedQuietHwlocPlugins& operator=(const ScopedQuietHwlocPlugins&) = delete;
-
-private:
-    bool set_ = false;
+    bool quiet_plugins = true;  // load with ScopedQuietHwlocPlugins (hwloc_topology.hpp)
 };
 
 enum class CacheResult {

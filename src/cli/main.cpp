@@ -27,6 +27,42 @@ namespace nb = numabind;
 namespace {
 
 constexpr int kExitUsage = 2;
+
+// std::cerr writes each << piece separately; ranks started together by mpirun or srun share
+// one stderr, so their lines would interleave mid-line. This buffer emits whole lines with
+// one write(2) each.
+class LineAtomicBuf : public std::streambuf {
+public:
+    ~LineAtomicBuf() override { flush_line(); }
+
+protected:
+    int overflow(int c) override {
+        if (c == traits_type::eof()) return 0;
+        line_.push_back(static_cast<char>(c));
+        if (c == '\n') flush_line();
+        return c;
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        for (std::streamsize i = 0; i < n; ++i) overflow(static_cast<unsigned char>(s[i]));
+        return n;
+    }
+    int sync() override { return 0; }  // partial lines wait for their newline
+
+private:
+    void flush_line() {
+        const char* p = line_.data();
+        size_t left = line_.size();
+        while (left > 0) {
+            ssize_t w = ::write(STDERR_FILENO, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) break;
+            p += w;
+            left -= static_cast<size_t>(w);
+        }
+        line_.clear();
+    }
+    std::string line_;
+};
 constexpr int kExitFailure = 1;
 
 std::optional<std::string> getenv_opt(const std::string& name) {
@@ -63,6 +99,7 @@ void note(const Options& o, const std::string& msg) {
     std::vector<char*> argv;
     for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    std::cerr.flush();
     execvp(argv[0], argv.data());
     std::cerr << "numabind: cannot execute '" << program[0] << "': " << std::strerror(errno) << "\n";
     std::exit(errno == ENOENT ? 127 : 126);
@@ -80,8 +117,8 @@ std::optional<nb::TopologyCacheOptions> cache_options() {
 
 // --topology XML, else this machine: from the per-boot cache when valid (read only;
 // `topo --export-cache` or the SPANK plugin writes it), else discovered live.
-// hwloc's GL, OpenCL and libxml2 plugins are never needed here: skip loading them (and
-// unset the variable again before `run` execs the program).
+// hwloc's GL and OpenCL plugins are never needed here: skip loading them (and unset the
+// variable again before `run` execs the program).
 std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
     nb::ScopedQuietHwlocPlugins quiet;
     if (!o.topology.empty()) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{o.topology, xml_is_this_system});
@@ -322,6 +359,8 @@ int cmd_show(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    static LineAtomicBuf stderr_lines;
+    std::cerr.rdbuf(&stderr_lines);
     // `run` takes its program after "--"; split there so CLI11 never sees its arguments.
     std::vector<std::string> args(argv + 1, argv + argc);
     std::vector<std::string> program;

@@ -146,32 +146,18 @@ void build_model(hwloc_topology_t t, Topology& m) {
     }
 }
 
-// hwloc dlopens every plugin it finds on its first topology (GL, OpenCL, PCI, libxml2):
-// milliseconds per load, most of a step's binding cost. Neither an XML nor live discovery
-// needs GL or OpenCL, and an XML needs no PCI probing. The libxml2 importer stays: hwloc
-// 2.9's built-in one crashes on some malformed files (fuzz/known-hwloc-crashes/). Set for
-// the first load only, never over a value the site chose.
-class QuietHwlocPlugins {
-public:
-    explicit QuietHwlocPlugins(bool from_xml) {
-        if (std::getenv(kVar)) return;
-        set_ = setenv(kVar, from_xml ? "hwloc_gl,hwloc_opencl,hwloc_pci" : "hwloc_gl,hwloc_opencl", 0) == 0;
-    }
-    ~QuietHwlocPlugins() {
-        if (set_) unsetenv(kVar);
-    }
-    QuietHwlocPlugins(const QuietHwlocPlugins&) = delete;
-    QuietHwlocPlugins& operator=(const QuietHwlocPlugins&) = delete;
-
-private:
-    static constexpr const char* kVar = "HWLOC_PLUGINS_BLACKLIST";
-    bool set_ = false;
-};
-
 }  // namespace
 
+ScopedQuietHwlocPlugins::ScopedQuietHwlocPlugins() {
+    if (!std::getenv(kVariable)) set_ = setenv(kVariable, kValue, 0) == 0;
+}
+
+ScopedQuietHwlocPlugins::~ScopedQuietHwlocPlugins() {
+    if (set_) unsetenv(kVariable);
+}
+
 HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_unique<Impl>()) {
-    QuietHwlocPlugins quiet(!options.xml_path.empty() || !options.xml_buffer.empty());
+    ScopedQuietHwlocPlugins quiet;
     hwloc_topology_t& t = impl_->topo;
     if (hwloc_topology_init(&t) != 0) throw Error("hwloc: cannot initialise a topology");
     // PCI devices are filtered out by default, from the live machine and from XML alike.

@@ -153,14 +153,6 @@ std::string write_from(const HwlocTopology& live, const TopologyCacheOptions& o,
 
 }  // namespace
 
-ScopedQuietHwlocPlugins::ScopedQuietHwlocPlugins() {
-    if (!std::getenv(kVariable)) set_ = setenv(kVariable, kValue, 0) == 0;
-}
-
-ScopedQuietHwlocPlugins::~ScopedQuietHwlocPlugins() {
-    if (set_) unsetenv(kVariable);
-}
-
 const char* to_string(CacheResult r) {
     switch (r) {
         case CacheResult::Hit: return "hit";

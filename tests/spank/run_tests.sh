@@ -357,6 +357,30 @@ if case_on fallback; then
   check_grep "fallback=fail, missing topology file: error names the file" "numabind: error: .*missing-n1.xml" "$D/err"
 fi
 
+# ------------------------------------------------------------------ no topology=: live discovery + per-boot cache
+# Without topology= slurmstepd discovers this machine and writes /run/numabind as root on the
+# first step; later steps load that file. The accelerator is this machine's first Ethernet
+# function (picked with devices=class=0x0200; found here from sysfs, independently of hwloc).
+if case_on cache; then
+  NIC=$(for d in /sys/bus/pci/devices/*; do [ "$(cat "$d/class")" = 0x020000 ] && basename "$d"; done | sort | head -n1)
+  if [ -z "$NIC" ]; then
+    echo "skip - cache: this machine has no Ethernet PCI function to stand in for a GPU"
+  else
+    before=$(ls /run/numabind/topology-*.xml 2>/dev/null)
+    plug "devices=class=0x0200 fallback=fail"
+    tasks "${N1[@]}" -n1 --numa-binding=node,verbose
+    check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*device 0 \\($NIC\\)" "$D/err"
+    cache=$(ls /run/numabind/topology-*.xml 2>/dev/null | head -n1)
+    check "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
+      "$( [ -n "$cache" ] && stat -c %U:%a "$cache"):$(stat -c %U:%a /run/numabind 2>/dev/null)"
+    mtime=$( [ -n "$cache" ] && stat -c %Y.%y "$cache")
+    tasks "${N1[@]}" -n1 --numa-binding=node,verbose
+    check "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
+      "$RC:$(col "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
+    [ -z "$before" ] && rm -f /run/numabind/topology-*.xml
+  fi
+fi
+
 # ------------------------------------------------------------------ non-root user
 if case_on user; then
   plug "topology=$SWAP"
