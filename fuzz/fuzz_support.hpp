@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "numabind/text.hpp"
 #include "numabind/visible.hpp"
 
 namespace nbfuzz {
@@ -32,14 +33,9 @@ inline std::string as_string(const uint8_t* data, size_t size) {
 // empty ("set but empty" is a distinct case for the parsers).
 inline std::map<std::string, std::string> env_lines(const std::string& text) {
     std::map<std::string, std::string> out;
-    size_t pos = 0;
-    while (pos <= text.size()) {
-        size_t nl = text.find('\n', pos);
-        if (nl == std::string::npos) nl = text.size();
-        std::string line = text.substr(pos, nl - pos);
+    for (std::string_view line : numabind::split(text, '\n')) {
         size_t eq = line.find('=');
-        if (eq != std::string::npos && eq > 0) out[line.substr(0, eq)] = line.substr(eq + 1);
-        pos = nl + 1;
+        if (eq != std::string_view::npos && eq > 0) out[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
     }
     return out;
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "numabind/error.hpp"
+#include "numabind/text.hpp"
 
 namespace numabind {
 
@@ -25,11 +26,7 @@ int parse_id(std::string_view token, std::string_view whole) {
 template <typename Fn>
 void for_each_range(std::string_view text, Fn&& fn) {
     if (text.empty()) return;
-    size_t pos = 0;
-    while (pos <= text.size()) {
-        size_t comma = text.find(',', pos);
-        if (comma == std::string_view::npos) comma = text.size();
-        std::string_view item = text.substr(pos, comma - pos);
+    for (std::string_view item : split(text, ',')) {
         size_t dash = item.find('-');
         int lo, hi;
         if (dash == std::string_view::npos) {
@@ -38,12 +35,11 @@ void for_each_range(std::string_view text, Fn&& fn) {
             lo = parse_id(item.substr(0, dash), text);
             hi = parse_id(item.substr(dash + 1), text);
             if (hi < lo) {
-                throw UsageError("invalid range '" + std::string(item) + "' in list '" +
-                                 std::string(text) + "' (first id must not exceed last)");
+                throw UsageError("invalid range '" + std::string(item) + "' in list '" + std::string(text) +
+                                 "' (first id must not exceed last)");
             }
         }
         fn(lo, hi);
-        pos = comma + 1;
     }
 }
 
