@@ -283,6 +283,9 @@ EOF
     cat >>"$dir/env.sh" <<'EOF'
 # two "nodes" share one hostname: Open MPI's shared-memory BTL would collide between them
 export OMPI_MCA_btl=self,tcp
+# ...and both "nodes" are this machine: keep MPI's TCP on loopback (some sandboxes drop
+# connections to the machine's own external address, which made MPI_Init crash)
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 EOF
   fi
   chmod 0644 "$dir/env.sh"
