@@ -166,7 +166,7 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
     if (!options.xml_buffer.empty()) {
         if (options.xml_buffer.size() > (1u << 30) ||
             hwloc_topology_set_xmlbuffer(t, options.xml_buffer.data(), static_cast<int>(options.xml_buffer.size())) != 0)
-            throw Error("cannot load the topology XML buffer with hwloc");
+            throw Error("hwloc could not load the topology from the XML buffer (not a valid hwloc XML?)");
         this_system_ = options.this_system;
         source_ = "xml buffer";
         if (this_system_) flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
@@ -177,7 +177,7 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
         if (!S_ISREG(st.st_mode))
             throw Error("cannot read topology file '" + options.xml_path + "': not a regular file");
         if (hwloc_topology_set_xml(t, options.xml_path.c_str()) != 0)
-            throw Error("cannot load topology file '" + options.xml_path + "' with hwloc");
+            throw Error("hwloc could not load the topology from '" + options.xml_path + "' (not a valid hwloc XML?)");
         this_system_ = options.this_system;
         source_ = options.xml_path;
         // Without this flag hwloc treats the XML as foreign and binding calls through it
