@@ -33,7 +33,15 @@ constexpr int kExitUsage = 2;
 // one write(2) each.
 class LineAtomicBuf : public std::streambuf {
 public:
-    ~LineAtomicBuf() override { flush_line(); }
+    explicit LineAtomicBuf(std::ostream& stream) : stream_(stream), previous_(stream.rdbuf(this)) {}
+    // The stream outlives this buffer (iostreams flush at exit, after main's statics are
+    // gone): hand it its own buffer back first.
+    ~LineAtomicBuf() override {
+        flush_line();
+        stream_.rdbuf(previous_);
+    }
+    LineAtomicBuf(const LineAtomicBuf&) = delete;
+    LineAtomicBuf& operator=(const LineAtomicBuf&) = delete;
 
 protected:
     int overflow(int c) override {
@@ -61,6 +69,8 @@ private:
         }
         line_.clear();
     }
+    std::ostream& stream_;
+    std::streambuf* previous_;
     std::string line_;
 };
 constexpr int kExitFailure = 1;
@@ -359,8 +369,7 @@ int cmd_show(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    static LineAtomicBuf stderr_lines;
-    std::cerr.rdbuf(&stderr_lines);
+    static LineAtomicBuf stderr_lines(std::cerr);
     // `run` takes its program after "--"; split there so CLI11 never sees its arguments.
     std::vector<std::string> args(argv + 1, argv + argc);
     std::vector<std::string> program;
