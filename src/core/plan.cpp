@@ -251,13 +251,15 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
             if (!nearest.empty()) {
                 s.cpu_nodes = nearest;
                 s.home_cpus = topo.pus_of_nodes(nearest) & allowed;
-            } else {
+            }
+            if (s.home_cpus.empty()) {
                 s.cpu_nodes.clear();
                 s.home_cpus = allowed;  // allowed PUs lie outside every NUMA node
             }
             t.warnings.push_back("no allowed CPU on NUMA node(s) " + join_ints(dev.home_nodes) + " of device " +
                                  std::to_string(dev.index) + "; using the nearest allowed CPUs " +
-                                 s.home_cpus.to_string() + (nearest.empty() ? "" : " (node(s) " + join_ints(nearest) + ")"));
+                                 s.home_cpus.to_string() +
+                                 (s.cpu_nodes.empty() ? "" : " (node(s) " + join_ints(s.cpu_nodes) + ")"));
         }
         t.mems = dev.home_nodes;
         if (!req.allowed_mems.empty()) {

@@ -1,5 +1,7 @@
 #include "numabind/topology.hpp"
 
+#include <algorithm>
+
 namespace numabind {
 
 IdSet Topology::all_pus() const {
@@ -15,9 +17,11 @@ const NumaNode* Topology::numa_by_os(int os_index) const {
 }
 
 IdSet Topology::pus_of_nodes(const std::vector<int>& node_os_indexes) const {
+    // Every node with a listed OS index (a malformed topology may repeat an index).
     IdSet out;
-    for (int os : node_os_indexes)
-        if (const NumaNode* n = numa_by_os(os)) out |= n->pus;
+    for (const NumaNode& n : numa_nodes)
+        if (std::find(node_os_indexes.begin(), node_os_indexes.end(), n.os_index) != node_os_indexes.end())
+            out |= n.pus;
     return out;
 }
 

@@ -84,4 +84,24 @@ TEST(OverlappingHomes, SharedModesStayShared) {
     EXPECT_EQ(plan.tasks[1].cpus, t.numa_nodes[0].pus);
 }
 
+// Found by fuzz_topology_xml: an XML that repeats a NUMA OS index, first as a CPU-less
+// node, then with CPUs. The device's home must still give its task those CPUs.
+TEST(MalformedTopology, RepeatedNumaIndexStillGivesCpus) {
+    Topology t = two_nodes();
+    NumaNode memory_only;
+    memory_only.os_index = 1;
+    t.numa_nodes.insert(t.numa_nodes.begin(), memory_only);  // CPU-less "node 1" listed first
+    t.pci_devices[1].locality = t.l3_groups[1].pus;          // the node-local device on node 1
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    ASSERT_EQ(accs[1].home_nodes, std::vector<int>{1});
+    for (Mode mode : {Mode::Node, Mode::Socket, Mode::Exclusive, Mode::CoreComplex}) {
+        PlanRequest req;
+        req.mode = mode;
+        req.ntasks = 1;
+        req.visible_devices = {1};
+        NodePlan plan = plan_node(t, accs, req);
+        EXPECT_EQ(plan.tasks[0].cpus, IdSet({2, 3, 6, 7})) << to_string(mode);
+    }
+}
+
 }  // namespace
