@@ -19,11 +19,15 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/fault/lsan.supp:print_suppressions=0}"
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
-# True when the crash's stack runs from libhwloc straight into HwlocTopology's constructor
-# (the hwloc_topology_load call), i.e. no numabind code ran between.
+# True when a crash (SEGV, or an assert/abort) happened inside libhwloc while
+# HwlocTopology's constructor was loading the XML, with no numabind code between: the first
+# stack frame that is not libhwloc, libc or the fuzzer/sanitizer runtime is that constructor.
 hwloc_internal_crash() {
-  grep -q 'ERROR: AddressSanitizer: SEGV' "$1" || return 1
-  awk '/^    #[0-9]+ /{ if ($0 ~ /libhwloc\.so/) next; print; exit }' "$1" | grep -q 'numabind::HwlocTopology::HwlocTopology'
+  grep -Eq 'ERROR: AddressSanitizer: SEGV|ERROR: libFuzzer: deadly signal' "$1" || return 1
+  grep -q 'libhwloc\.so' "$1" || return 1
+  awk '/^    #[0-9]+ /{
+         if ($0 ~ /libhwloc\.so|libc\.so|[ \/](nptl|stdlib|assert|signal)\/|__sanitizer|fuzzer::/) next
+         print; exit }' "$1" | grep -q 'numabind::HwlocTopology::HwlocTopology'
 }
 failed=0
 for h in "${harnesses[@]}"; do
