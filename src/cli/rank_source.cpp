@@ -1,55 +1,18 @@
 #include "rank_source.hpp"
 
-#include <algorithm>
-#include <vector>
-
 #include "numabind/error.hpp"
 
 namespace numabind {
 
 namespace {
 
-// The launchers' variables, innermost launcher first. Launchers nest: srun starts
-// Open MPI's orted (mpirun inside salloc/sbatch), MPICH/Intel MPI's hydra proxies, or
-// torchrun, and their ranks inherit the outer step's SLURM_LOCALID (always 0 with one
-// orted per node) and SLURM_STEP_TASKS_PER_NODE. The inner launcher's variables describe
-// this process, so they win; Slurm, which never runs below another launcher, comes last.
-// torchrun's LOCAL_RANK (marked by TORCHELASTIC_RUN_ID or GROUP_RANK, which its elastic
-// agent sets) beats an enclosing mpirun's variables; a bare LOCAL_RANK only beats SLURM_LOCALID.
-struct Group {
-    std::vector<const char*> names;    // variables this group may read
-    std::vector<const char*> markers;  // non-empty: only when one of these is also set
-};
-
-const std::vector<Group>& launcher_groups() {
-    static const std::vector<Group> groups = {
-        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, {"TORCHELASTIC_RUN_ID", "GROUP_RANK"}},
-        {{"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"}, {}},
-        {{"MPI_LOCALRANKID", "MPI_LOCALNRANKS"}, {}},
-        {{"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE"}, {}},
-        {{"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE"}, {}},
-        {{"LOCAL_RANK", "LOCAL_WORLD_SIZE"}, {}},
-        {{"SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE", "SLURM_NODEID"}, {}},
-    };
-    return groups;
-}
-
+// The launchers' variables (innermost launcher first: local_rank_from_env), saying so when
+// an enclosing Slurm step's SLURM_LOCALID was passed over.
 std::optional<LocalRank> innermost_launcher_rank(const EnvLookup& env) {
-    for (const Group& g : launcher_groups()) {
-        if (!g.markers.empty() &&
-            std::none_of(g.markers.begin(), g.markers.end(), [&env](const char* m) { return env(m).has_value(); }))
-            continue;
-        EnvLookup only = [&env, &g](const std::string& name) -> std::optional<std::string> {
-            if (std::find(g.names.begin(), g.names.end(), name) == g.names.end()) return std::nullopt;
-            return env(name);
-        };
-        if (auto found = local_rank_from_env(only)) {
-            if (found->source != "SLURM_LOCALID" && env("SLURM_LOCALID"))
-                found->source += " (inner launcher; the enclosing Slurm step's SLURM_LOCALID is ignored)";
-            return found;
-        }
-    }
-    return std::nullopt;
+    std::optional<LocalRank> found = local_rank_from_env(env);
+    if (found && found->source != "SLURM_LOCALID" && env("SLURM_LOCALID"))
+        found->source += " (inner launcher; the enclosing Slurm step's SLURM_LOCALID is ignored)";
+    return found;
 }
 
 }  // namespace

@@ -46,23 +46,23 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
     struct Source {
         const char* rank;
         const char* size;
-        const char* marker;  // only counts when this variable is also set
+        bool torchrun;  // only counts when torchrun's elastic agent is there too
     };
     // Innermost launcher first: Slurm is always the outer one (mpirun inside salloc runs
     // one orted per node, so its ranks inherit SLURM_LOCALID=0), and torchrun inside
-    // anything sets LOCAL_RANK with its elastic agent's TORCHELASTIC_RUN_ID.
+    // anything sets LOCAL_RANK with its agent's TORCHELASTIC_RUN_ID / GROUP_RANK.
     static const Source sources[] = {
-        {"LOCAL_RANK", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID"},
-        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", nullptr},
-        {"MPI_LOCALRANKID", "MPI_LOCALNRANKS", nullptr},
-        {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE", nullptr},
-        {"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", nullptr},
-        {"LOCAL_RANK", "LOCAL_WORLD_SIZE", nullptr},
-        {"SLURM_LOCALID", nullptr, nullptr},
+        {"LOCAL_RANK", "LOCAL_WORLD_SIZE", true},
+        {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", false},
+        {"MPI_LOCALRANKID", "MPI_LOCALNRANKS", false},
+        {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE", false},
+        {"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", false},
+        {"LOCAL_RANK", "LOCAL_WORLD_SIZE", false},
+        {"SLURM_LOCALID", nullptr, false},
     };
     for (const Source& s : sources) {
         auto rank = env(s.rank);
-        if (!rank || (s.marker && !env(s.marker))) continue;
+        if (!rank || (s.torchrun && !env("TORCHELASTIC_RUN_ID") && !env("GROUP_RANK"))) continue;
         LocalRank lr;
         lr.rank = parse_nonnegative(*rank, s.rank);
         lr.source = s.rank;
