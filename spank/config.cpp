@@ -101,7 +101,7 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
             }
         } else if (key == "devices") {
             try {
-                (void)DeviceMatcher::parse(value);
+                s.matcher = DeviceMatcher::parse(value);
             } catch (const UsageError& e) {
                 throw UsageError(std::string("plugstack.conf: devices: ") + e.what());
             }

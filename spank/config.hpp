@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "numabind/accelerators.hpp"
 #include "numabind/plan.hpp"
 
 namespace numabind::spank {
@@ -34,7 +35,8 @@ struct SiteConfig {
     MemPolicy mem = MemPolicy::Prefer;
     Fallback fallback = Fallback::Warn;
     bool verbose = false;
-    std::string devices;         // DeviceMatcher spec; empty: built-in table
+    std::string devices;         // DeviceMatcher spec as given; empty: built-in table
+    DeviceMatcher matcher = DeviceMatcher::builtin();  // `devices`, parsed once here
     std::string topology;        // hwloc XML path template (%n node name, %h host name, %% percent)
     bool respect_cpu_bind = true;
     bool batch_step = false;

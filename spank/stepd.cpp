@@ -43,30 +43,6 @@ std::string short_hostname() {
     return h.substr(0, h.find('.'));
 }
 
-// CPU affinity as Slurm left it, to restore when binding fails half-way (fallback=warn).
-struct SavedAffinity {
-    IdSet cpus = current_placement().cpus;
-    void restore() const {
-        if (!cpus.empty()) (void)set_cpu_affinity(cpus);
-    }
-};
-
-std::vector<int> parse_gpu_list(const std::string& text, const std::string& var, int count) {
-    std::vector<int> list;
-    try {
-        list = parse_id_list(text, var);
-    } catch (const Error&) {
-        throw Error("cannot parse " + var + "='" + text + "'");
-    }
-    for (int d : list) {
-        if (d >= count) {
-            throw Error(var + " names GPU " + std::to_string(d) + " but the topology has " + std::to_string(count) +
-                        " accelerator(s)");
-        }
-    }
-    return list;
-}
-
 std::string task_label(const State& st, uint32_t global, int rank) {
     return "node " + st.node_name + " task " + std::to_string(global) + " (local rank " + std::to_string(rank) + ")";
 }
@@ -91,7 +67,7 @@ TaskPlan plan_and_bind(spank_t sp, State& st, int rank, int ntasks, bool batch) 
     std::optional<std::string> step_value = st.step_gpus;
     if (!step_value) step_value = job_getenv(sp, step_var);
     std::vector<int> step_gpus;
-    if (step_value && !step_value->empty()) step_gpus = parse_gpu_list(*step_value, step_var, count);
+    if (step_value && !step_value->empty()) step_gpus = parse_device_list(*step_value, count, step_var);
 
     EnvLookup env = [sp](const std::string& name) { return job_getenv(sp, name); };
     UuidResolver nvml;  // dlopen NVML only when a UUID needs resolving
@@ -184,8 +160,7 @@ int stepd_prepare(spank_t sp) {
             // first step after boot) instead of a live discovery on every step.
             st.topo = load_this_machine();
         }
-        st.accelerators = find_accelerators(
-            st.topo->model(), st.site.devices.empty() ? DeviceMatcher::builtin() : DeviceMatcher::parse(st.site.devices));
+        st.accelerators = find_accelerators(st.topo->model(), st.site.matcher);
     } catch (const std::exception& e) {
         st.topo.reset();
         st.prepare_error = e.what();
@@ -214,7 +189,6 @@ int stepd_task_init(spank_t sp) {
     const std::string who = task_label(st, global, rank);
 
     const auto t0 = std::chrono::steady_clock::now();
-    SavedAffinity saved;
     std::string failure;
     try {
         TaskPlan task = plan_and_bind(sp, st, rank, static_cast<int>(ntasks), stepid == kBatchStep);
@@ -245,7 +219,7 @@ int stepd_task_init(spank_t sp) {
         log_error("error: " + who + ": " + failure + " (fallback=fail)");
         return -1;
     }
-    saved.restore();
+    // Nothing to undo: apply_binding puts the affinity and memory policy back when it fails.
     spank_setenv(sp, "NUMABIND_MODE", "none", 1);
     task_stderr("warning: " + who + ": " + failure + "; running unbound (fallback=warn)");
     return 0;

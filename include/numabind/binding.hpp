@@ -45,8 +45,4 @@ struct Placement {
 };
 Placement current_placement();
 
-// Sets the calling thread's CPU affinity (e.g. to restore a launcher's choice after a
-// failed binding). Returns false with errno set on failure.
-bool set_cpu_affinity(const IdSet& cpus);
-
 }  // namespace numabind

@@ -30,8 +30,10 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 VisibleDevices visible_from_env(const std::vector<Accelerator>& accelerators, const EnvLookup& env,
                                 const UuidResolver& resolver);
 
-// An explicit "--devices 0,2,3" list of physical indexes (validated against the count).
-std::vector<int> parse_device_list(const std::string& text, int accelerator_count);
+// A list of physical indexes ("--devices 0,2,3", Slurm's SLURM_STEP_GPUS), validated
+// against the count; `what` names the source in errors.
+std::vector<int> parse_device_list(const std::string& text, int accelerator_count,
+                                   const std::string& what = "--devices");
 
 // NVML loaded with dlopen; returns a resolver that always fails (with a warning
 // through `warn`) when libnvidia-ml is absent.

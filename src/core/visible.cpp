@@ -117,12 +117,12 @@ VisibleDevices visible_from_env(const std::vector<Accelerator>& accs, const EnvL
     return v;
 }
 
-std::vector<int> parse_device_list(const std::string& text, int accelerator_count) {
-    std::vector<int> list = parse_id_list(text, "device list");
+std::vector<int> parse_device_list(const std::string& text, int accelerator_count, const std::string& what) {
+    std::vector<int> list = parse_id_list(text, what);
     if (list.empty()) throw UsageError("empty device list (expected physical indexes like 0,1 or 0-3)");
     for (int d : list) {
         if (d >= accelerator_count) {
-            throw UsageError("device index " + std::to_string(d) + " in --devices '" + text + "' out of range (" +
+            throw UsageError("device index " + std::to_string(d) + " in " + what + " '" + text + "' out of range (" +
                              (accelerator_count ? "0-" + std::to_string(accelerator_count - 1)
                                                 : std::string("no accelerator found")) +
                              ")");

@@ -79,52 +79,6 @@ bool read_mempolicy(std::string& name, IdSet& nodes) {
     return true;
 }
 
-// The calling thread's affinity and memory policy before binding, put back when binding
-// fails half-way: a caller that then runs the task unbound (fallback=warn) must not leave
-// it with the CPUs of a failed plan or a memory policy it no longer reports.
-class SavedPlacement {
-public:
-    SavedPlacement() {
-        for (int n = 1024; n <= (1 << 18); n *= 4) {
-            cpus_ = CPU_ALLOC(n);
-            size_ = CPU_ALLOC_SIZE(n);
-            if (sched_getaffinity(0, size_, cpus_) == 0) break;
-            CPU_FREE(cpus_);
-            cpus_ = nullptr;
-            if (errno != EINVAL) break;
-        }
-        have_mempolicy_ = get_mempolicy(&mode_, mask_.data(), kMaxNodes, nullptr, 0) == 0;
-    }
-    ~SavedPlacement() {
-        if (cpus_) CPU_FREE(cpus_);
-    }
-    SavedPlacement(const SavedPlacement&) = delete;
-    SavedPlacement& operator=(const SavedPlacement&) = delete;
-    void restore() {
-        const int saved_errno = errno;
-        if (cpus_) (void)sched_setaffinity(0, size_, cpus_);
-        if (have_mempolicy_) {
-            const int base = mode_ & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES);
-            if (base == MPOL_DEFAULT || base == MPOL_LOCAL)
-                (void)set_mempolicy(base, nullptr, 0);
-            else
-                (void)set_mempolicy(mode_, mask_.data(), kMaxNodes);
-        }
-        errno = saved_errno;
-    }
-
-private:
-    cpu_set_t* cpus_ = nullptr;
-    size_t size_ = 0;
-    int mode_ = MPOL_DEFAULT;
-    NodeMask mask_ = NodeMask(kMaxNodes / kBitsPerWord, 0);
-    bool have_mempolicy_ = false;
-};
-
-ApplyResult apply_binding_once(const TaskPlan& task);
-
-}  // namespace
-
 bool set_cpu_affinity(const IdSet& cpus) {
     if (cpus.empty()) {
         errno = EINVAL;
@@ -142,14 +96,35 @@ bool set_cpu_affinity(const IdSet& cpus) {
     return rc == 0;
 }
 
-ApplyResult apply_binding(const TaskPlan& task) {
-    SavedPlacement saved;
-    ApplyResult r = apply_binding_once(task);
-    if (!r.ok) saved.restore();
-    return r;
-}
+// The calling thread's affinity and memory policy before binding, put back when binding
+// fails half-way: a caller that then runs the task unbound (fallback=warn) must not leave
+// it with the CPUs of a failed plan or a memory policy it no longer reports.
+class SavedPlacement {
+public:
+    SavedPlacement() {
+        have_cpus_ = read_affinity(cpus_);
+        have_mempolicy_ = get_mempolicy(&mode_, mask_.data(), kMaxNodes, nullptr, 0) == 0;
+    }
+    void restore() {
+        const int saved_errno = errno;
+        if (have_cpus_) (void)set_cpu_affinity(cpus_);
+        if (have_mempolicy_) {
+            const int base = mode_ & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES);
+            if (base == MPOL_DEFAULT || base == MPOL_LOCAL)
+                (void)set_mempolicy(base, nullptr, 0);
+            else
+                (void)set_mempolicy(mode_, mask_.data(), kMaxNodes);
+        }
+        errno = saved_errno;
+    }
 
-namespace {
+private:
+    IdSet cpus_;
+    bool have_cpus_ = false;
+    int mode_ = MPOL_DEFAULT;
+    NodeMask mask_ = NodeMask(kMaxNodes / kBitsPerWord, 0);
+    bool have_mempolicy_ = false;
+};
 
 ApplyResult apply_binding_once(const TaskPlan& task) {
     ApplyResult r;
@@ -213,6 +188,13 @@ ApplyResult apply_binding_once(const TaskPlan& task) {
 }
 
 }  // namespace
+
+ApplyResult apply_binding(const TaskPlan& task) {
+    SavedPlacement saved;
+    ApplyResult r = apply_binding_once(task);
+    if (!r.ok) saved.restore();
+    return r;
+}
 
 Placement current_placement() {
     Placement p;
