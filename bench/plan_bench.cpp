@@ -107,11 +107,32 @@ void bm_find_accelerators(benchmark::State& state, Case c) {
     state.counters["gpus"] = static_cast<double>(l.accs.size());
 }
 
-// quiet: hwloc's GL, OpenCL and libxml2 plugins not loaded (nb::ScopedQuietHwlocPlugins,
-// as the CLI and the SPANK plugin do); otherwise every installed plugin is loaded.
+// quiet: hwloc's GL and OpenCL plugins not loaded (what HwlocTopology does by itself,
+// nb::ScopedQuietHwlocPlugins); loud: every installed plugin is loaded, by setting
+// HWLOC_PLUGINS_BLACKLIST to "" (a site's own value, which HwlocTopology leaves alone).
+class PluginSetting {
+public:
+    explicit PluginSetting(bool quiet) {
+        if (quiet) return;
+        if (const char* v = std::getenv(kVar)) saved_ = v;
+        setenv(kVar, "", 1);
+        loud_ = true;
+    }
+    ~PluginSetting() {
+        if (!loud_) return;
+        if (saved_) setenv(kVar, saved_->c_str(), 1); else unsetenv(kVar);
+    }
+    PluginSetting(const PluginSetting&) = delete;
+    PluginSetting& operator=(const PluginSetting&) = delete;
+
+private:
+    static constexpr const char* kVar = nb::ScopedQuietHwlocPlugins::kVariable;
+    std::optional<std::string> saved_;
+    bool loud_ = false;
+};
+
 void bm_load_xml_file(benchmark::State& state, Case c, bool quiet) {
-    std::optional<nb::ScopedQuietHwlocPlugins> q;
-    if (quiet) q.emplace();
+    PluginSetting plugins(quiet);
     const nb::LoadOptions o(c.path, false);
     for (auto _ : state) {
         nb::HwlocTopology t(o);
@@ -121,8 +142,7 @@ void bm_load_xml_file(benchmark::State& state, Case c, bool quiet) {
 }
 
 void bm_load_xml_buffer(benchmark::State& state, Case c, bool quiet) {
-    std::optional<nb::ScopedQuietHwlocPlugins> q;
-    if (quiet) q.emplace();
+    PluginSetting plugins(quiet);
     const nb::LoadOptions o = nb::LoadOptions::from_buffer(slurp(c.path), false);
     for (auto _ : state) {
         nb::HwlocTopology t(o);
@@ -133,8 +153,7 @@ void bm_load_xml_buffer(benchmark::State& state, Case c, bool quiet) {
 // Live discovery of this machine (hwloc's plugin set-up included: no topology is alive
 // between iterations, so each one loads the plugins again, as a new process does).
 void bm_load_live(benchmark::State& state, bool quiet) {
-    std::optional<nb::ScopedQuietHwlocPlugins> q;
-    if (quiet) q.emplace();
+    PluginSetting plugins(quiet);
     const nb::LoadOptions o;  // live
     for (auto _ : state) {
         nb::HwlocTopology t(o);
@@ -158,8 +177,7 @@ std::string this_machine_xml() {
 }
 
 void bm_load_this_machine_xml(benchmark::State& state, bool quiet) {
-    std::optional<nb::ScopedQuietHwlocPlugins> q;
-    if (quiet) q.emplace();
+    PluginSetting plugins(quiet);
     const nb::LoadOptions o(this_machine_xml(), true);
     for (auto _ : state) {
         nb::HwlocTopology t(o);
@@ -176,7 +194,7 @@ void bm_cache_hit(benchmark::State& state, bool quiet) {
     }
     nb::TopologyCacheOptions o;
     o.dir = this_machine_xml().substr(0, this_machine_xml().rfind('/')) + "/cache";
-    o.quiet_plugins = quiet;
+    PluginSetting plugins(quiet);
     nb::write_topology_cache(o);
     nb::CacheOutcome out;
     for (auto _ : state) {

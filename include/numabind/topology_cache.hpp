@@ -24,7 +24,6 @@ namespace numabind {
 struct TopologyCacheOptions {
     std::string dir = "/run/numabind";
     bool write = true;          // after a live discovery, write the cache when running as root
-    bool quiet_plugins = true;  // load with ScopedQuietHwlocPlugins (hwloc_topology.hpp)
 };
 
 enum class CacheResult {

@@ -27,6 +27,7 @@ namespace nb = numabind;
 namespace {
 
 constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 1;
 
 // std::cerr writes each << piece separately; ranks started together by mpirun or srun share
 // one stderr, so their lines would interleave mid-line. This buffer emits whole lines with
@@ -73,7 +74,6 @@ private:
     std::streambuf* previous_;
     std::string line_;
 };
-constexpr int kExitFailure = 1;
 
 std::optional<std::string> getenv_opt(const std::string& name) {
     const char* v = std::getenv(name.c_str());
@@ -111,8 +111,9 @@ void note(const Options& o, const std::string& msg) {
     argv.push_back(nullptr);
     std::cerr.flush();
     execvp(argv[0], argv.data());
-    std::cerr << "numabind: cannot execute '" << program[0] << "': " << std::strerror(errno) << "\n";
-    std::exit(errno == ENOENT ? 127 : 126);
+    const int err = errno;  // the error message's write may change errno
+    std::cerr << "numabind: cannot execute '" << program[0] << "': " << std::strerror(err) << "\n";
+    std::exit(err == ENOENT ? 127 : 126);
 }
 
 // The per-boot topology cache directory: NUMABIND_TOPOLOGY_CACHE (a directory, or "off").
@@ -127,10 +128,7 @@ std::optional<nb::TopologyCacheOptions> cache_options() {
 
 // --topology XML, else this machine: from the per-boot cache when valid (read only;
 // `topo --export-cache` or the SPANK plugin writes it), else discovered live.
-// hwloc's GL and OpenCL plugins are never needed here: skip loading them (and unset the
-// variable again before `run` execs the program).
 std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
-    nb::ScopedQuietHwlocPlugins quiet;
     if (!o.topology.empty()) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{o.topology, xml_is_this_system});
     auto c = cache_options();
     if (!c) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{});
@@ -179,8 +177,9 @@ nb::TaskPlan plan_this_task(const Options& o, nb::Mode mode, nb::MemPolicy mem, 
             note(o, "devices: all " + std::to_string(accs.size()) + " accelerator(s)");
         }
     }
-    req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
-    req.allowed_mems = topo.allowed_mems();
+    nb::HwlocTopology::Allowed allowed = topo.allowed();
+    req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
+    req.allowed_mems = std::move(allowed.mems);
     note(o, "allowed CPUs " + req.allowed_cpus.to_string());
     plan_out = nb::plan_node(topo.model(), accs, req);
     return plan_out.tasks.at(lr.rank);
@@ -236,8 +235,9 @@ int cmd_plan(const Options& o) {
     const nb::HwlocTopology& topo = *topo_ptr;
     auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
     if (!o.devices.empty()) req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
-    req.allowed_cpus = o.allowed_cpus.empty() ? topo.allowed_cpus() : nb::IdSet::parse(o.allowed_cpus);
-    req.allowed_mems = topo.allowed_mems();
+    nb::HwlocTopology::Allowed allowed = topo.allowed();
+    req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
+    req.allowed_mems = std::move(allowed.mems);
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
     if (o.json)
         std::cout << nb::plan_to_json(plan).dump(2) << "\n";

@@ -202,26 +202,13 @@ HwlocTopology::~HwlocTopology() = default;
 HwlocTopology::Allowed HwlocTopology::allowed() const {
     hwloc_topology_t t = impl_->topo;
     if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
-    return {to_idset(hwloc_topology_get_allowed_cpuset(t)), to_idset(hwloc_topology_get_allowed_nodeset(t))};
-}
-
-IdSet HwlocTopology::allowed_cpus() const {
-    hwloc_topology_t t = impl_->topo;
-    if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
-    IdSet allowed = to_idset(hwloc_topology_get_allowed_cpuset(t));
-    // An empty set would mean "every PU" to the planner: never hand a task CPUs outside
-    // its cpuset because the topology (an XML of another machine?) shares none with it.
-    if (allowed.empty())
+    Allowed allowed{to_idset(hwloc_topology_get_allowed_cpuset(t)), to_idset(hwloc_topology_get_allowed_nodeset(t))};
+    // An empty set would mean "everything" to the planner: never hand a task CPUs or memory
+    // outside its cpuset because the topology (an XML of another machine?) shares none with it.
+    if (allowed.cpus.empty())
         throw Error("none of the CPUs this process may use is in the topology " + source_ + " (PUs " +
                     model_.all_pus().to_string() + "); is it this machine's topology?");
-    return allowed;
-}
-
-IdSet HwlocTopology::allowed_mems() const {
-    hwloc_topology_t t = impl_->topo;
-    if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
-    IdSet allowed = to_idset(hwloc_topology_get_allowed_nodeset(t));
-    if (allowed.empty()) {
+    if (allowed.mems.empty()) {
         std::string nodes;
         for (const NumaNode& n : model_.numa_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(n.os_index);
         throw Error("none of the memory nodes this process may use is in the topology " + source_ +
@@ -229,6 +216,10 @@ IdSet HwlocTopology::allowed_mems() const {
     }
     return allowed;
 }
+
+IdSet HwlocTopology::allowed_cpus() const { return allowed().cpus; }
+
+IdSet HwlocTopology::allowed_mems() const { return allowed().mems; }
 
 std::string HwlocTopology::export_xml(const std::vector<std::pair<std::string, std::string>>& root_infos) const {
     hwloc_topology_t t = impl_->topo;

@@ -190,8 +190,6 @@ std::unique_ptr<HwlocTopology> load_this_machine(const TopologyCacheOptions& opt
     CacheOutcome local;
     CacheOutcome& out = outcome ? *outcome : local;
     out = CacheOutcome{};
-    std::optional<ScopedQuietHwlocPlugins> quiet;
-    if (options.quiet_plugins) quiet.emplace();
     if (const char* var = override_variable()) {
         out.result = CacheResult::Disabled;
         out.detail = std::string(var) + " is set; topology cache bypassed";
@@ -230,8 +228,6 @@ std::unique_ptr<HwlocTopology> load_this_machine(const TopologyCacheOptions& opt
 std::string write_topology_cache(const TopologyCacheOptions& options) {
     if (geteuid() != 0) throw Error("only root writes the topology cache");
     const std::string key = topology_cache_key();
-    std::optional<ScopedQuietHwlocPlugins> quiet;
-    if (options.quiet_plugins) quiet.emplace();
     HwlocTopology live(LoadOptions{});
     return write_from(live, options, key);
 }
