@@ -156,6 +156,90 @@ std::vector<IdSet> split_exclusive(const std::vector<Unit>& cores, int parts, co
     return split_flat(pus, parts);
 }
 
+// The physical cores with PUs in `within` (only those PUs), in logical order.
+std::vector<Unit> cores_in(const Topology& topo, const IdSet& within) {
+    std::vector<Unit> cores;
+    for (const Core& c : topo.cores) {
+        if (!c.pus.intersects(within)) continue;  // cheap test first: no temporary set
+        cores.push_back({c.pus & within, c.l3});
+    }
+    return cores;
+}
+
+struct TaskDevice {
+    int device;  // physical index
+    int l3;      // L3 group the device hangs below, -1 when none
+};
+
+// core-complex for the tasks of one home, in task order: one whole L3 part of the home per
+// task, distinct; a device's own L3 first, then the free part nearest (in topology order)
+// to it or to the part its previous task got. More tasks than parts: each part is split
+// exclusively among its share of the tasks, never silently shared.
+std::vector<IdSet> split_core_complex(const Topology& topo, const IdSet& home_cpus,
+                                      const std::vector<TaskDevice>& tasks, const std::string& what,
+                                      std::vector<std::string>& warnings) {
+    struct Group {
+        int index;
+        IdSet pus;
+    };
+    std::vector<Group> groups;
+    for (size_t g = 0; g < topo.l3_groups.size(); ++g)
+        if (topo.l3_groups[g].pus.intersects(home_cpus))
+            groups.push_back({static_cast<int>(g), topo.l3_groups[g].pus & home_cpus});
+    if (groups.empty()) {
+        // No cache groups known: every core is its own complex.
+        for (const Unit& u : cores_in(topo, home_cpus)) groups.push_back({-1, u.pus});
+        warnings.push_back("no " + topo.cache_level_name + " cache groups in the topology; core-complex uses single cores");
+    }
+    const int n = static_cast<int>(tasks.size());
+    const int G = static_cast<int>(groups.size());
+    std::vector<IdSet> out(n);
+    if (n > G) {
+        std::vector<int> share = even_sizes(n, G);
+        int next = 0;
+        for (int g = 0; g < G; ++g) {
+            auto parts = split_exclusive(cores_in(topo, groups[g].pus), share[g], "one " + topo.cache_level_name + " group");
+            for (int k = 0; k < share[g]; ++k) out[next++] = parts[k];
+        }
+        warnings.push_back(std::to_string(n) + " tasks on " + what + " but only " + std::to_string(G) + " " +
+                           topo.cache_level_name + " group(s); groups are split exclusively among tasks");
+        return out;
+    }
+    auto group_of_l3 = [&](int l3) {
+        for (int g = 0; g < G && l3 >= 0; ++g)
+            if (groups[g].index == l3) return g;
+        return -1;
+    };
+    std::vector<bool> used(G, false);
+    std::vector<int> chosen(n, -1);
+    for (int i = 0; i < n; ++i) {  // a device's own L3, for the first of its tasks that can take it
+        const int g = group_of_l3(tasks[i].l3);
+        if (g >= 0 && !used[g]) {
+            used[g] = true;
+            chosen[i] = g;
+        }
+    }
+    int prev_dev = -1, anchor = -1;
+    for (int i = 0; i < n; ++i) {
+        if (tasks[i].device != prev_dev) {
+            anchor = group_of_l3(tasks[i].l3);
+            prev_dev = tasks[i].device;
+        }
+        if (chosen[i] < 0) {
+            int best = -1;
+            for (int g = 0; g < G; ++g) {
+                if (used[g]) continue;
+                if (best < 0 || (anchor >= 0 && std::abs(g - anchor) < std::abs(best - anchor))) best = g;
+            }
+            used[best] = true;
+            chosen[i] = best;
+        }
+        if (anchor < 0) anchor = chosen[i];
+        out[i] = groups[chosen[i]].pus;
+    }
+    return out;
+}
+
 std::string join_ints(const std::vector<int>& v) {
     std::string s;
     for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
@@ -163,7 +247,6 @@ std::string join_ints(const std::vector<int>& v) {
 }
 
 struct TaskState {
-    int rank;
     int device;                  // physical index
     std::vector<int> cpu_nodes;  // nodes whose CPUs the task may get
     IdSet home_cpus;             // allowed PUs of those nodes
@@ -203,11 +286,11 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
     for (int r = 0; r < ntasks; ++r) {
         TaskPlan& t = plan.tasks[r];
         t.local_rank = r;
-        const std::vector<int>* list = &visible;
-        if (r < static_cast<int>(req.per_task_devices.size()) && !req.per_task_devices[r].empty())
+        const std::vector<int>* list = &visible;  // checked above
+        if (r < static_cast<int>(req.per_task_devices.size()) && !req.per_task_devices[r].empty()) {
             list = &req.per_task_devices[r];
-        for (int idx : *list) check_index(idx);
-        states[r].rank = r;
+            for (int idx : *list) check_index(idx);
+        }
         states[r].device = list->empty() ? -1 : (*list)[r % list->size()];
         if (states[r].device >= 0) t.device = &plan.accelerators[states[r].device];
     }
@@ -338,97 +421,16 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                 break;
             }
             case Mode::Exclusive: {
-                std::vector<Unit> cores;
-                for (const Core& c : topo.cores) {
-                    if (!c.pus.intersects(home_cpus)) continue;  // cheap test first: no temporary set
-                    IdSet pus = c.pus & home_cpus;
-                    if (!pus.empty()) cores.push_back({pus, c.l3});
-                }
-                auto parts = split_exclusive(cores, n, what);
+                auto parts = split_exclusive(cores_in(topo, home_cpus), n, what);
                 for (int i = 0; i < n; ++i) plan.tasks[members[i]].cpus = parts[i];
                 break;
             }
             case Mode::CoreComplex: {
-                struct Group {
-                    int index;
-                    IdSet pus;
-                };
-                std::vector<Group> groups;
-                if (!topo.l3_groups.empty()) {
-                    for (size_t g = 0; g < topo.l3_groups.size(); ++g) {
-                        if (!topo.l3_groups[g].pus.intersects(home_cpus)) continue;
-                        IdSet pus = topo.l3_groups[g].pus & home_cpus;
-                        if (!pus.empty()) groups.push_back({static_cast<int>(g), pus});
-                    }
-                }
-                if (groups.empty()) {
-                    // No cache groups known: every core is its own complex.
-                    for (size_t c = 0; c < topo.cores.size(); ++c) {
-                        if (!topo.cores[c].pus.intersects(home_cpus)) continue;
-                        IdSet pus = topo.cores[c].pus & home_cpus;
-                        if (!pus.empty()) groups.push_back({-1, pus});
-                    }
-                    plan.warnings.push_back("no " + topo.cache_level_name +
-                                            " cache groups in the topology; core-complex uses single cores");
-                }
-                const int G = static_cast<int>(groups.size());
-                if (n <= G) {
-                    std::vector<bool> used(G, false);
-                    std::vector<int> chosen(n, -1);
-                    // First: a device's own L3, for the first of its tasks that can take it.
-                    for (int i = 0; i < n; ++i) {
-                        int want = plan.accelerators[states[members[i]].device].l3;
-                        for (int g = 0; g < G && want >= 0; ++g) {
-                            if (groups[g].index == want && !used[g]) {
-                                used[g] = true;
-                                chosen[i] = g;
-                                break;
-                            }
-                        }
-                    }
-                    // Then: the free group nearest (in topology order) to the device's L3, or
-                    // to the group its previous task got, else the first free one.
-                    int prev_dev = -1, anchor = -1;
-                    for (int i = 0; i < n; ++i) {
-                        const int dev = states[members[i]].device;
-                        if (dev != prev_dev) {
-                            anchor = -1;
-                            int want = plan.accelerators[dev].l3;
-                            for (int g = 0; g < G; ++g)
-                                if (groups[g].index == want) anchor = g;
-                            prev_dev = dev;
-                        }
-                        if (chosen[i] < 0) {
-                            int best = -1;
-                            for (int g = 0; g < G; ++g) {
-                                if (used[g]) continue;
-                                if (best < 0 || (anchor >= 0 && std::abs(g - anchor) < std::abs(best - anchor)))
-                                    best = g;
-                            }
-                            used[best] = true;
-                            chosen[i] = best;
-                        }
-                        if (anchor < 0) anchor = chosen[i];
-                        plan.tasks[members[i]].cpus = groups[chosen[i]].pus;
-                    }
-                } else {
-                    // More tasks than complexes: split each complex exclusively among its share.
-                    std::vector<int> share = even_sizes(n, G);
-                    int next = 0;
-                    for (int g = 0; g < G; ++g) {
-                        std::vector<Unit> cores;
-                        for (const Core& c : topo.cores) {
-                            if (!c.pus.intersects(groups[g].pus)) continue;
-                            IdSet pus = c.pus & groups[g].pus;
-                            if (!pus.empty()) cores.push_back({pus, groups[g].index});
-                        }
-                        auto parts = split_exclusive(cores, share[g], "one " + topo.cache_level_name + " group");
-                        for (int k = 0; k < share[g]; ++k) plan.tasks[members[next++]].cpus = parts[k];
-                    }
-                    plan.warnings.push_back(std::to_string(n) + " tasks on " + what + " but only " +
-                                            std::to_string(G) + " " + topo.cache_level_name +
-                                            " group(s); groups are split exclusively among tasks");
-                }
+                std::vector<TaskDevice> devices;
+                for (int r : members)
+                    devices.push_back({states[r].device, plan.accelerators[states[r].device].l3});
+                auto parts = split_core_complex(topo, home_cpus, devices, what, plan.warnings);
+                for (int i = 0; i < n; ++i) plan.tasks[members[i]].cpus = parts[i];
                 break;
             }
             case Mode::None:
