@@ -23,8 +23,8 @@ struct ApplyResult {
 // (!ok) the thread's previous CPU affinity and memory policy are restored.
 ApplyResult apply_binding(const TaskPlan& task);
 
-// Sets NUMABIND_MODE, NUMABIND_CPUS, NUMABIND_MEMS, NUMABIND_DEVICE, NUMABIND_DEVICE_PCI
-// through the given setter (setenv for the CLI, spank_setenv for the plugin).
+// Sets NUMABIND_MODE, NUMABIND_CPUS, NUMABIND_MEMS, NUMABIND_MEM_POLICY, NUMABIND_DEVICE
+// (the first owned device), NUMABIND_DEVICES (all of them), NUMABIND_DEVICE_PCI through the given setter (setenv for the CLI, spank_setenv for the plugin).
 template <typename Setter>
 void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
     set("NUMABIND_MODE", to_string(mode));
@@ -34,6 +34,9 @@ void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
     set("NUMABIND_MEMS", mems);
     set("NUMABIND_MEM_POLICY", to_string(task.mem));
     set("NUMABIND_DEVICE", task.device ? std::to_string(task.device->index) : std::string());
+    std::string devices;
+    for (int d : task.devices) devices += (devices.empty() ? "" : ",") + std::to_string(d);
+    set("NUMABIND_DEVICES", devices);
     set("NUMABIND_DEVICE_PCI", task.device ? task.device->pci : std::string());
 }
 

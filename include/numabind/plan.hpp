@@ -27,19 +27,28 @@ struct PlanRequest {
     Mode mode = Mode::Node;
     MemPolicy mem = MemPolicy::Prefer;
     int ntasks = 1;
-    // Physical accelerator indexes visible to the tasks (task r uses entry r mod size).
-    // Empty: all accelerators.
+    // Physical accelerator indexes visible to all tasks, in the runtime's order; shared
+    // among the tasks by assign_devices(). Empty: all accelerators in PCI order.
     std::vector<int> visible_devices;
-    // Per-task visible devices (Slurm --gpus-per-task): when set for a task it
-    // overrides visible_devices for that task, which uses its entry 0... r-th modulo.
+    // A task's own device list (Slurm per-task GPUs, a per-task CUDA_VISIBLE_DEVICES):
+    // a non-empty entry r means task r owns exactly these devices.
     std::vector<std::vector<int>> per_task_devices;
     IdSet allowed_cpus;  // empty: every PU of the topology
     IdSet allowed_mems;  // OS NUMA indexes the task may allocate on; empty: all
 };
 
+// Which devices each local task owns (physical indexes). A task with its own list owns
+// all of it. The others share `shared` (n devices): ntasks >= n gives task r device
+// r mod n (what frameworks do with local_rank % ngpus); fewer tasks than devices gives
+// contiguous blocks in list order, sizes differing by at most one, larger blocks first.
+// Pure; does not validate indexes.
+std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>& shared,
+                                             const std::vector<std::vector<int>>& per_task);
+
 struct TaskPlan {
     int local_rank = 0;
-    const Accelerator* device = nullptr;  // points into NodePlan::accelerators
+    const Accelerator* device = nullptr;  // the first owned device; points into NodePlan::accelerators
+    std::vector<int> devices;             // every owned device (physical indexes), device first
     IdSet cpus;
     std::vector<int> mems;  // OS NUMA indexes
     MemPolicy mem = MemPolicy::None;

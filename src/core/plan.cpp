@@ -254,6 +254,26 @@ struct TaskState {
 
 }  // namespace
 
+std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>& shared,
+                                             const std::vector<std::vector<int>>& per_task) {
+    std::vector<std::vector<int>> owned(ntasks > 0 ? ntasks : 0);
+    const int n = static_cast<int>(shared.size());
+    // Blocks when devices outnumber tasks: contiguous, larger blocks first.
+    std::vector<int> sizes = n > ntasks && ntasks > 0 ? even_sizes(n, ntasks) : std::vector<int>{};
+    int next = 0;
+    for (int r = 0; r < ntasks; ++r) {
+        if (r < static_cast<int>(per_task.size()) && !per_task[r].empty()) {
+            owned[r] = per_task[r];
+        } else if (n > ntasks) {
+            owned[r].assign(shared.begin() + next, shared.begin() + next + sizes[r]);
+        } else if (n > 0) {
+            owned[r] = {shared[r % n]};
+        }
+        if (n > ntasks) next += sizes[r];
+    }
+    return owned;
+}
+
 NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& accelerators,
                    const PlanRequest& req) {
     NodePlan plan;
@@ -281,17 +301,16 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
         for (int i = 0; i < ndev; ++i) visible.push_back(i);
     for (int idx : req.visible_devices) check_index(idx);
 
+    for (const auto& own : req.per_task_devices)
+        for (int idx : own) check_index(idx);
+    const std::vector<std::vector<int>> owned = assign_devices(ntasks, visible, req.per_task_devices);
     plan.tasks.resize(ntasks);
     std::vector<TaskState> states(ntasks);
     for (int r = 0; r < ntasks; ++r) {
         TaskPlan& t = plan.tasks[r];
         t.local_rank = r;
-        const std::vector<int>* list = &visible;  // checked above
-        if (r < static_cast<int>(req.per_task_devices.size()) && !req.per_task_devices[r].empty()) {
-            list = &req.per_task_devices[r];
-            for (int idx : *list) check_index(idx);
-        }
-        states[r].device = list->empty() ? -1 : (*list)[r % list->size()];
+        t.devices = owned[r];
+        states[r].device = t.devices.empty() ? -1 : t.devices.front();
         if (states[r].device >= 0) t.device = &plan.accelerators[states[r].device];
     }
 
@@ -315,8 +334,15 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
         TaskState& s = states[r];
         TaskPlan& t = plan.tasks[r];
         const Accelerator& dev = plan.accelerators[s.device];
-        if (!dev.home_warning.empty()) t.warnings.push_back(dev.home_warning);
-        s.cpu_nodes = dev.home_nodes;
+        std::vector<int> home_nodes;
+        for (int d : t.devices) {
+            const Accelerator& a = plan.accelerators[d];
+            if (!a.home_warning.empty()) t.warnings.push_back(a.home_warning);
+            home_nodes.insert(home_nodes.end(), a.home_nodes.begin(), a.home_nodes.end());
+        }
+        std::sort(home_nodes.begin(), home_nodes.end());
+        home_nodes.erase(std::unique(home_nodes.begin(), home_nodes.end()), home_nodes.end());
+        s.cpu_nodes = home_nodes;
         s.home_cpus = topo.pus_of_nodes(s.cpu_nodes) & allowed;
         if (s.home_cpus.empty()) {
             int best = INT_MAX;
@@ -324,7 +350,7 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
             for (const NumaNode& n : topo.numa_nodes) {
                 if (!n.pus.intersects(allowed)) continue;
                 int d = INT_MAX;
-                for (int h : dev.home_nodes) d = std::min(d, topo.distance(h, n.os_index));
+                for (int h : home_nodes) d = std::min(d, topo.distance(h, n.os_index));
                 if (d < best) {
                     best = d;
                     nearest.clear();
@@ -339,12 +365,13 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
                 s.cpu_nodes.clear();
                 s.home_cpus = allowed;  // allowed PUs lie outside every NUMA node
             }
-            t.warnings.push_back("no allowed CPU on NUMA node(s) " + join_ints(dev.home_nodes) + " of device " +
-                                 std::to_string(dev.index) + "; using the nearest allowed CPUs " +
+            t.warnings.push_back("no allowed CPU on NUMA node(s) " + join_ints(home_nodes) + " of device(s) " +
+                                 join_ints(t.devices) + "; using the nearest allowed CPUs " +
                                  s.home_cpus.to_string() +
                                  (s.cpu_nodes.empty() ? "" : " (node(s) " + join_ints(s.cpu_nodes) + ")"));
         }
-        t.mems = dev.home_nodes;
+        (void)dev;
+        t.mems = home_nodes;
         if (!req.allowed_mems.empty()) {
             std::vector<int> usable;
             for (int n : t.mems)

@@ -24,6 +24,7 @@ nlohmann::ordered_json plan_to_json(const NodePlan& plan) {
         if (t.device) device = nlohmann::ordered_json{{"index", t.device->index}, {"pci", t.device->pci}};
         tasks.push_back(nlohmann::ordered_json{{"local_rank", t.local_rank},
                          {"device", device},
+                         {"devices", t.devices},
                          {"cpus", t.cpus.ids()},
                          {"mems", t.mems},
                          {"mem_policy", to_string(t.mem)},

@@ -161,7 +161,7 @@ if [ "$(id -u)" = 0 ] && [ "$NCORE" -ge 2 ] && make_cpuset "$(hwloc-calc --po -I
   in_cpuset
   ORIG_SAVE=$ORIG_CPUS
   ORIG_CPUS=$(sh -c 'echo $$ > "$0/cgroup.procs" 2>/dev/null || echo $$ > "$0/tasks"; awk "/Cpus_allowed_list/{print \$2}" /proc/self/status' "$CG")
-  fault_case "home_node_without_allowed_cpus" bound "no allowed CPU on NUMA node(s) 1 of device 0" --topology "$WORK/split.xml" "${R[@]}"
+  fault_case "home_node_without_allowed_cpus" bound "no allowed CPU on NUMA node(s) 1 of device(s) 0" --topology "$WORK/split.xml" "${R[@]}"
   # 7'. a topology whose only PU is outside the cpuset: the same refusal as 7
   other=$(hwloc-calc --po -I pu core:1 | cut -d, -f1)
   lstopo-no-graphics --input "node:1 core:1 pu:1(indexes=$other)" --of xml - >"$WORK/other.syn.xml" 2>/dev/null

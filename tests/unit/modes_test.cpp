@@ -75,10 +75,10 @@ TEST(ModeExclusive, OneTaskPerNodeGetsTheWholeNode) {
 }
 
 TEST(ModeExclusive, SplitsOnlyAmongTasksSharingAHomeNotIdleGpus) {
-    // g4dn.metal: 4 T4 per socket. Two tasks use devices 0 and 1 (node 0): the 24 cores of
+    // g4dn.metal: 4 T4 per socket. Two tasks see devices 0 and 1 (node 0): the 24 cores of
     // node 0 go 12/12 between them, not 6/6 as if the idle GPUs 2 and 3 took cores too.
     const std::string f = "mpibind_g4dnmetal.xml";
-    auto p = plan_for(f, Mode::Exclusive, 2);
+    auto p = plan_for(f, Mode::Exclusive, 2, "", {0, 1});
     auto cores = cores_of(f, "--pi numa:0");
     ASSERT_EQ(cores.size(), 24u);
     EXPECT_EQ(p.plan.tasks[0].cpus, cores_pus(f, cores, 0, 12));
@@ -112,7 +112,7 @@ TEST(ModeExclusive, RemainderGoesToTheFirstTasksAndGpuMemoryNodesAreIgnored) {
 TEST(ModeExclusive, FewerCoresThanTasksSplitsThreadsAndFewerThreadsIsAnError) {
     // DGX-2 (trimmed): 16 V100s on 2 single-thread cores per socket.
     const std::string f = "hwloc_nvidiaDGX2.xml";
-    auto p = plan_for(f, Mode::Exclusive, 2);
+    auto p = plan_for(f, Mode::Exclusive, 2, "", {0, 1});
     EXPECT_EQ(p.plan.tasks[0].cpus, calc_pus(f, "core:0"));
     EXPECT_EQ(p.plan.tasks[1].cpus, calc_pus(f, "core:1"));
     try {
