@@ -15,9 +15,11 @@ namespace {
 constexpr const char* kSpecHelp =
     "expected comma-separated VVVV[:DDDD] (hex PCI vendor[:device]) or class=0xCCSS";
 
+// Display controllers (GPUs), processing accelerators (12xx: MI300A, Gaudi, FPGAs) and
+// co-processors (0b40: NEC SX-Aurora Vector Engine): what a bare vendor match means.
 bool is_display_or_accelerator(uint16_t class_id) {
     const int base = class_id >> 8;
-    return base == 0x03 || base == 0x12;
+    return base == 0x03 || base == 0x12 || class_id == 0x0b40;
 }
 
 int parse_hex(std::string_view text, size_t max_digits, std::string_view item) {
@@ -181,17 +183,21 @@ std::vector<Accelerator> find_accelerators(const Topology& topo, const DeviceMat
         base.locality = dev.locality;
         base.l3 = dev.l3;
         const std::vector<int> all_cpu_nodes = topo.cpu_nodes();
+        // With one NUMA node that has CPUs every device is local to it: nothing to warn about.
+        const bool single_node = all_cpu_nodes.size() <= 1;
         if (dev.machine_level) {
             base.home_nodes = all_cpu_nodes;
-            base.home_warning = "device " + dev.address +
-                                " has no NUMA affinity (attached at machine level); "
-                                "treating it as local to all NUMA nodes";
+            if (!single_node)
+                base.home_warning = "device " + dev.address +
+                                    " has no NUMA affinity (attached at machine level); "
+                                    "treating it as local to all NUMA nodes";
         } else {
             base.home_nodes = topo.cpu_nodes_intersecting(dev.locality);
             if (base.home_nodes.empty()) {
                 base.home_nodes = all_cpu_nodes;
-                base.home_warning = "device " + dev.address +
-                                    " has no local CPUs; treating it as local to all NUMA nodes";
+                if (!single_node)
+                    base.home_warning = "device " + dev.address +
+                                        " has no local CPUs; treating it as local to all NUMA nodes";
             }
         }
         base.sub_count = logical_gpu_count(dev);

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <functional>
 #include <numeric>
+#include <tuple>
 
 #include "numabind/error.hpp"
+#include "numabind/plan_stages.hpp"
 
 namespace numabind {
 
@@ -67,94 +70,15 @@ NodePlan& NodePlan::operator=(const NodePlan& other) {
     return *this;
 }
 
+namespace planning {
+
 namespace {
 
-// A unit the exclusive split hands out: a physical core (its allowed PUs).
+// A unit the exclusive split hands out: a physical core (its PUs inside the home).
 struct Unit {
     IdSet pus;
     int l3 = -1;
 };
-
-// Splits `count` items into `parts` contiguous chunk sizes; remainder to the first chunks.
-std::vector<int> even_sizes(int count, int parts) {
-    std::vector<int> sizes(parts, count / parts);
-    for (int i = 0; i < count % parts; ++i) ++sizes[i];
-    return sizes;
-}
-
-std::vector<IdSet> split_flat(const std::vector<IdSet>& items, int parts) {
-    std::vector<IdSet> out(parts);
-    std::vector<int> sizes = even_sizes(static_cast<int>(items.size()), parts);
-    size_t next = 0;
-    for (int p = 0; p < parts; ++p)
-        for (int k = 0; k < sizes[p]; ++k) out[p] |= items[next++];
-    return out;
-}
-
-// Exclusive split of cores among `parts` tasks: whole cores (with every allowed SMT
-// sibling), contiguous in logical order, chunk edges on L3 edges where counts allow.
-// Works on index ranges into `cores` so that no per-core set is copied.
-std::vector<IdSet> split_exclusive(const std::vector<Unit>& cores, int parts, const std::string& what) {
-    const int ncores = static_cast<int>(cores.size());
-    // The union of cores[begin, end) into `out`.
-    auto unite = [&](IdSet& out, int begin, int end) {
-        for (int k = begin; k < end; ++k) out |= cores[k].pus;
-    };
-    if (ncores >= parts) {
-        // Runs of consecutive cores sharing an L3, as [first, end) ranges.
-        std::vector<std::pair<int, int>> runs;
-        int last_l3 = INT_MIN;
-        for (int i = 0; i < ncores; ++i) {
-            const Unit& u = cores[i];
-            if (runs.empty() || u.l3 != last_l3 || u.l3 < 0) runs.emplace_back(i, i);
-            runs.back().second = i + 1;
-            last_l3 = u.l3;
-        }
-        const int groups = static_cast<int>(runs.size());
-        bool has_l3 = std::any_of(cores.begin(), cores.end(), [](const Unit& u) { return u.l3 >= 0; });
-        std::vector<IdSet> out(parts);
-        if (has_l3 && groups >= parts && groups % parts == 0) {
-            std::vector<int> sizes = even_sizes(groups, parts);
-            int next = 0;
-            for (int p = 0; p < parts; ++p)
-                for (int k = 0; k < sizes[p]; ++k, ++next) unite(out[p], runs[next].first, runs[next].second);
-            return out;
-        }
-        if (has_l3 && parts > groups && parts % groups == 0) {
-            const int per = parts / groups;
-            bool fits = std::all_of(runs.begin(), runs.end(),
-                                    [&](const auto& run) { return run.second - run.first >= per; });
-            if (fits) {
-                int p = 0;
-                for (const auto& [first, end] : runs) {
-                    std::vector<int> sizes = even_sizes(end - first, per);
-                    int next = first;
-                    for (int piece = 0; piece < per; ++piece, ++p) {
-                        unite(out[p], next, next + sizes[piece]);
-                        next += sizes[piece];
-                    }
-                }
-                return out;
-            }
-        }
-        std::vector<int> sizes = even_sizes(ncores, parts);
-        int next = 0;
-        for (int p = 0; p < parts; ++p) {
-            unite(out[p], next, next + sizes[p]);
-            next += sizes[p];
-        }
-        return out;
-    }
-    // Fewer cores than tasks: hand out hardware threads instead.
-    std::vector<IdSet> pus;
-    for (const Unit& u : cores)
-        for (int pu : u.pus.ids()) pus.push_back(IdSet{pu});
-    if (static_cast<int>(pus.size()) < parts) {
-        throw Error(std::to_string(parts) + " tasks share " + what + " but only " +
-                    std::to_string(pus.size()) + " allowed PU(s) are there; exclusive binding impossible");
-    }
-    return split_flat(pus, parts);
-}
 
 // The physical cores with PUs in `within` (only those PUs), in logical order.
 std::vector<Unit> cores_in(const Topology& topo, const IdSet& within) {
@@ -166,78 +90,10 @@ std::vector<Unit> cores_in(const Topology& topo, const IdSet& within) {
     return cores;
 }
 
-struct TaskDevice {
-    int device;  // physical index
-    int l3;      // L3 group the device hangs below, -1 when none
-};
-
-// core-complex for the tasks of one home, in task order: one whole L3 part of the home per
-// task, distinct; a device's own L3 first, then the free part nearest (in topology order)
-// to it or to the part its previous task got. More tasks than parts: each part is split
-// exclusively among its share of the tasks, never silently shared.
-std::vector<IdSet> split_core_complex(const Topology& topo, const IdSet& home_cpus,
-                                      const std::vector<TaskDevice>& tasks, const std::string& what,
-                                      std::vector<std::string>& warnings) {
-    struct Group {
-        int index;
-        IdSet pus;
-    };
-    std::vector<Group> groups;
-    for (size_t g = 0; g < topo.l3_groups.size(); ++g)
-        if (topo.l3_groups[g].pus.intersects(home_cpus))
-            groups.push_back({static_cast<int>(g), topo.l3_groups[g].pus & home_cpus});
-    if (groups.empty()) {
-        // No cache groups known: every core is its own complex.
-        for (const Unit& u : cores_in(topo, home_cpus)) groups.push_back({-1, u.pus});
-        warnings.push_back("no " + topo.cache_level_name + " cache groups in the topology; core-complex uses single cores");
-    }
-    const int n = static_cast<int>(tasks.size());
-    const int G = static_cast<int>(groups.size());
-    std::vector<IdSet> out(n);
-    if (n > G) {
-        std::vector<int> share = even_sizes(n, G);
-        int next = 0;
-        for (int g = 0; g < G; ++g) {
-            auto parts = split_exclusive(cores_in(topo, groups[g].pus), share[g], "one " + topo.cache_level_name + " group");
-            for (int k = 0; k < share[g]; ++k) out[next++] = parts[k];
-        }
-        warnings.push_back(std::to_string(n) + " tasks on " + what + " but only " + std::to_string(G) + " " +
-                           topo.cache_level_name + " group(s); groups are split exclusively among tasks");
-        return out;
-    }
-    auto group_of_l3 = [&](int l3) {
-        for (int g = 0; g < G && l3 >= 0; ++g)
-            if (groups[g].index == l3) return g;
-        return -1;
-    };
-    std::vector<bool> used(G, false);
-    std::vector<int> chosen(n, -1);
-    for (int i = 0; i < n; ++i) {  // a device's own L3, for the first of its tasks that can take it
-        const int g = group_of_l3(tasks[i].l3);
-        if (g >= 0 && !used[g]) {
-            used[g] = true;
-            chosen[i] = g;
-        }
-    }
-    int prev_dev = -1, anchor = -1;
-    for (int i = 0; i < n; ++i) {
-        if (tasks[i].device != prev_dev) {
-            anchor = group_of_l3(tasks[i].l3);
-            prev_dev = tasks[i].device;
-        }
-        if (chosen[i] < 0) {
-            int best = -1;
-            for (int g = 0; g < G; ++g) {
-                if (used[g]) continue;
-                if (best < 0 || (anchor >= 0 && std::abs(g - anchor) < std::abs(best - anchor))) best = g;
-            }
-            used[best] = true;
-            chosen[i] = best;
-        }
-        if (anchor < 0) anchor = chosen[i];
-        out[i] = groups[chosen[i]].pus;
-    }
-    return out;
+int core_count(const Topology& topo, const IdSet& pus) {
+    int n = 0;
+    for (const Core& c : topo.cores) n += c.pus.intersects(pus) ? 1 : 0;
+    return n;
 }
 
 std::string join_ints(const std::vector<int>& v) {
@@ -246,50 +102,71 @@ std::string join_ints(const std::vector<int>& v) {
     return s;
 }
 
-struct TaskState {
-    int device;                  // physical index
-    std::vector<int> cpu_nodes;  // nodes whose CPUs the task may get
-    IdSet home_cpus;             // allowed PUs of those nodes
-};
+std::string describe(const Home& home) {
+    return home.nodes.empty() ? "the allowed CPUs" : "NUMA node(s) " + join_ints(home.nodes);
+}
+
+// Whole cores to `parts` tasks; see split_exclusive().
+std::vector<IdSet> split_cores(const std::vector<Unit>& cores, int parts) {
+    const int ncores = static_cast<int>(cores.size());
+    auto unite = [&](IdSet& out, int begin, int end) {
+        for (int k = begin; k < end; ++k) out |= cores[k].pus;
+    };
+    // Runs of consecutive cores sharing an L3, as [first, end) ranges.
+    std::vector<std::pair<int, int>> runs;
+    int last_l3 = INT_MIN;
+    for (int i = 0; i < ncores; ++i) {
+        if (runs.empty() || cores[i].l3 != last_l3 || cores[i].l3 < 0) runs.emplace_back(i, i);
+        runs.back().second = i + 1;
+        last_l3 = cores[i].l3;
+    }
+    const int groups = static_cast<int>(runs.size());
+    const bool has_l3 = std::any_of(cores.begin(), cores.end(), [](const Unit& u) { return u.l3 >= 0; });
+    std::vector<IdSet> out(parts);
+    if (has_l3 && groups >= parts && groups % parts == 0) {  // whole L3 runs per task
+        std::vector<int> sizes = even_sizes(groups, parts);
+        int next = 0;
+        for (int p = 0; p < parts; ++p)
+            for (int k = 0; k < sizes[p]; ++k, ++next) unite(out[p], runs[next].first, runs[next].second);
+        return out;
+    }
+    if (has_l3 && parts > groups && parts % groups == 0) {  // each L3 run split among the same count
+        const int per = parts / groups;
+        const bool fits = std::all_of(runs.begin(), runs.end(),
+                                      [&](const auto& run) { return run.second - run.first >= per; });
+        if (fits) {
+            int p = 0;
+            for (const auto& [first, end] : runs) {
+                std::vector<int> sizes = even_sizes(end - first, per);
+                int next = first;
+                for (int piece = 0; piece < per; ++piece, ++p) {
+                    unite(out[p], next, next + sizes[piece]);
+                    next += sizes[piece];
+                }
+            }
+            return out;
+        }
+    }
+    std::vector<int> sizes = even_sizes(ncores, parts);
+    int next = 0;
+    for (int p = 0; p < parts; ++p) {
+        unite(out[p], next, next + sizes[p]);
+        next += sizes[p];
+    }
+    return out;
+}
 
 }  // namespace
 
-std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>& shared,
-                                             const std::vector<std::vector<int>>& per_task) {
-    std::vector<std::vector<int>> owned(ntasks > 0 ? ntasks : 0);
-    const int n = static_cast<int>(shared.size());
-    // Blocks when devices outnumber tasks: contiguous, larger blocks first.
-    std::vector<int> sizes = n > ntasks && ntasks > 0 ? even_sizes(n, ntasks) : std::vector<int>{};
-    int next = 0;
-    for (int r = 0; r < ntasks; ++r) {
-        if (r < static_cast<int>(per_task.size()) && !per_task[r].empty()) {
-            owned[r] = per_task[r];
-        } else if (n > ntasks) {
-            owned[r].assign(shared.begin() + next, shared.begin() + next + sizes[r]);
-        } else if (n > 0) {
-            owned[r] = {shared[r % n]};
-        }
-        if (n > ntasks) next += sizes[r];
-    }
-    return owned;
+std::vector<int> even_sizes(int count, int parts) {
+    std::vector<int> sizes(parts, count / parts);
+    for (int i = 0; i < count % parts; ++i) ++sizes[i];
+    return sizes;
 }
 
-NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& accelerators,
-                   const PlanRequest& req) {
-    NodePlan plan;
-    plan.mode = req.mode;
-    plan.accelerators = accelerators;
-    const int ntasks = req.ntasks;
-    if (ntasks < 1) throw UsageError("invalid task count " + std::to_string(ntasks) + " (must be at least 1)");
+// ---- 1. devices per task ----
 
-    const IdSet all = topo.all_pus();
-    IdSet allowed = req.allowed_cpus.empty() ? all : (req.allowed_cpus & all);
-    if (allowed.empty()) {
-        throw Error("none of the allowed CPUs (" + req.allowed_cpus.to_string() +
-                    ") exists in the topology (" + all.to_string() + ")");
-    }
-
-    const int ndev = static_cast<int>(accelerators.size());
+std::vector<std::vector<int>> devices_per_task(const PlanRequest& req, int ndev) {
     auto check_index = [&](int idx) {
         if (idx < 0 || idx >= ndev) {
             throw Error("device index " + std::to_string(idx) + " out of range (" +
@@ -297,174 +174,371 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
         }
     };
     std::vector<int> visible = req.visible_devices;
+    for (int idx : visible) check_index(idx);
     if (visible.empty())
         for (int i = 0; i < ndev; ++i) visible.push_back(i);
-    for (int idx : req.visible_devices) check_index(idx);
-
     for (const auto& own : req.per_task_devices)
         for (int idx : own) check_index(idx);
-    const std::vector<std::vector<int>> owned = assign_devices(ntasks, visible, req.per_task_devices);
-    plan.tasks.resize(ntasks);
-    std::vector<TaskState> states(ntasks);
-    for (int r = 0; r < ntasks; ++r) {
-        TaskPlan& t = plan.tasks[r];
-        t.local_rank = r;
-        t.devices = owned[r];
-        states[r].device = t.devices.empty() ? -1 : t.devices.front();
-        if (states[r].device >= 0) t.device = &plan.accelerators[states[r].device];
+    return assign_devices(req.ntasks, visible, req.per_task_devices);
+}
+
+// ---- 2. homes ----
+
+Home home_of(const Topology& topo, const std::vector<Accelerator>& accs, const std::vector<int>& devices,
+             const IdSet& allowed) {
+    Home home;
+    for (int d : devices) {
+        const Accelerator& a = accs[d];
+        if (!a.home_warning.empty() &&
+            std::find(home.warnings.begin(), home.warnings.end(), a.home_warning) == home.warnings.end())
+            home.warnings.push_back(a.home_warning);
+        home.device_nodes.insert(home.device_nodes.end(), a.home_nodes.begin(), a.home_nodes.end());
+    }
+    std::sort(home.device_nodes.begin(), home.device_nodes.end());
+    home.device_nodes.erase(std::unique(home.device_nodes.begin(), home.device_nodes.end()), home.device_nodes.end());
+    home.nodes = home.device_nodes;
+    home.cpus = topo.pus_of_nodes(home.nodes) & allowed;
+    if (!home.cpus.empty()) return home;
+
+    // No allowed CPU at home: the nearest nodes that have some.
+    int best = INT_MAX;
+    std::vector<int> nearest;
+    for (const NumaNode& n : topo.numa_nodes) {
+        if (!n.pus.intersects(allowed)) continue;
+        int d = INT_MAX;
+        for (int h : home.device_nodes) d = std::min(d, topo.distance(h, n.os_index));
+        if (d < best) {
+            best = d;
+            nearest.clear();
+        }
+        if (d == best) nearest.push_back(n.os_index);
+    }
+    home.nodes = nearest;
+    home.cpus = topo.pus_of_nodes(nearest) & allowed;
+    if (home.cpus.empty()) {
+        home.nodes.clear();
+        home.cpus = allowed;  // the allowed PUs lie outside every NUMA node
+    }
+    home.warnings.push_back("no allowed CPU on NUMA node(s) " + join_ints(home.device_nodes) + " of device(s) " +
+                            join_ints(devices) + "; using the nearest allowed CPUs " + home.cpus.to_string() +
+                            (home.nodes.empty() ? "" : " (node(s) " + join_ints(home.nodes) + ")"));
+    return home;
+}
+
+// ---- 3. CPUs per mode ----
+
+std::vector<std::vector<int>> pools_of(const std::vector<Home>& homes, const std::vector<std::vector<int>>& devices) {
+    const int n = static_cast<int>(homes.size());
+    std::vector<int> parent(n);
+    std::iota(parent.begin(), parent.end(), 0);
+    std::function<int(int)> root = [&](int i) { return parent[i] == i ? i : parent[i] = root(parent[i]); };
+    for (int a = 0; a < n; ++a)
+        for (int b = a + 1; b < n; ++b)
+            if (homes[a].cpus.intersects(homes[b].cpus)) parent[root(b)] = root(a);
+
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    auto first_device = [&](int r) { return devices[r].empty() ? INT_MAX : devices[r].front(); };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return std::make_pair(first_device(a), a) < std::make_pair(first_device(b), b); });
+    std::vector<std::vector<int>> pools;
+    std::vector<int> pool_of_root(n, -1);
+    for (int r : order) {
+        int& p = pool_of_root[root(r)];
+        if (p < 0) {
+            p = static_cast<int>(pools.size());
+            pools.emplace_back();
+        }
+        pools[p].push_back(r);
+    }
+    return pools;
+}
+
+IdSet socket_cpus(const Topology& topo, const IdSet& home_cpus, const IdSet& allowed) {
+    IdSet cpus;
+    for (const Package& p : topo.packages)
+        if (p.pus.intersects(home_cpus)) cpus |= p.pus;
+    cpus &= allowed;
+    return cpus.empty() ? home_cpus : cpus;  // PUs outside every package: the home itself
+}
+
+std::vector<IdSet> split_exclusive(const Topology& topo, const IdSet& home_cpus, int parts, const std::string& what,
+                                   std::vector<std::string>& warnings) {
+    const std::vector<Unit> cores = cores_in(topo, home_cpus);
+    if (static_cast<int>(cores.size()) >= parts) return split_cores(cores, parts);
+
+    // Fewer cores than tasks: hand out hardware threads, and say how many tasks share a core.
+    std::vector<int> pus;
+    for (const Unit& u : cores)
+        for (int pu : u.pus.ids()) pus.push_back(pu);
+    if (static_cast<int>(pus.size()) < parts) {
+        throw Error(std::to_string(parts) + " tasks share " + what + " but only " + std::to_string(pus.size()) +
+                    " allowed PU(s) are there; exclusive binding impossible");
+    }
+    std::vector<IdSet> out(parts);
+    std::vector<int> sizes = even_sizes(static_cast<int>(pus.size()), parts);
+    size_t next = 0;
+    for (int p = 0; p < parts; ++p)
+        for (int k = 0; k < sizes[p]; ++k) out[p].insert(pus[next++]);
+    int sharing = 0;
+    for (int p = 0; p < parts; ++p) {
+        bool shares = false;
+        for (const Unit& u : cores)
+            if (u.pus.intersects(out[p]) && !u.pus.is_subset_of(out[p])) shares = true;
+        sharing += shares ? 1 : 0;
+    }
+    if (sharing > 0) {
+        warnings.push_back(std::to_string(parts) + " tasks on " + what + " but only " + std::to_string(cores.size()) +
+                           " core(s): " + std::to_string(sharing) +
+                           " task(s) share a core's hardware threads with another task");
+    }
+    return out;
+}
+
+std::vector<IdSet> split_exclusive_pool(const Topology& topo, const std::vector<Home>& homes,
+                                        const std::vector<int>& pool, std::vector<std::string>& warnings) {
+    struct Group {
+        const Home* home;
+        std::vector<int> positions;  // into `pool`
+    };
+    std::vector<Group> groups;
+    for (size_t i = 0; i < pool.size(); ++i) {
+        const Home& h = homes[pool[i]];
+        auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+            return g.home->cpus == h.cpus && g.home->nodes == h.nodes;
+        });
+        if (same == groups.end()) groups.push_back({&h, {}}), same = groups.end() - 1;
+        same->positions.push_back(static_cast<int>(i));
+    }
+    std::stable_sort(groups.begin(), groups.end(), [&](const Group& a, const Group& b) {
+        return core_count(topo, a.home->cpus) < core_count(topo, b.home->cpus);
+    });
+
+    IdSet free;
+    for (const Group& g : groups) free |= g.home->cpus;
+    int unserved = static_cast<int>(pool.size());
+    std::vector<IdSet> out(pool.size());
+    for (const Group& g : groups) {
+        const int ntasks = static_cast<int>(g.positions.size());
+        const std::vector<Unit> available = cores_in(topo, g.home->cpus & free);
+        if (available.empty()) {
+            throw Error(std::to_string(ntasks) + " task(s) on " + describe(*g.home) +
+                        " find no CPU left by the tasks of other devices; exclusive binding impossible");
+        }
+        const std::vector<int> fair = even_sizes(core_count(topo, free), unserved);
+        const int share = std::max(1, std::accumulate(fair.begin(), fair.begin() + ntasks, 0));
+        const int take = std::min(share, static_cast<int>(available.size()));
+        IdSet chosen;
+        for (int k = 0; k < take; ++k) chosen |= available[k].pus;
+        std::vector<IdSet> parts = split_exclusive(topo, chosen, ntasks, describe(*g.home), warnings);
+        for (int k = 0; k < ntasks; ++k) out[g.positions[k]] = parts[k];
+        free = free - chosen;
+        unserved -= ntasks;
+    }
+    return out;
+}
+
+std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vector<Accelerator>& accs,
+                                           const std::vector<Home>& homes,
+                                           const std::vector<std::vector<int>>& devices,
+                                           const std::vector<int>& pool, std::vector<std::string>& warnings) {
+    const std::string& level = topo.cache_level_name;
+    IdSet pool_cpus;
+    for (int t : pool) pool_cpus |= homes[t].cpus;
+    struct Part {
+        int l3;      // index into Topology::l3_groups, -1: a single core
+        IdSet pus;   // still free
+    };
+    std::vector<Part> parts;
+    for (size_t g = 0; g < topo.l3_groups.size(); ++g)
+        if (topo.l3_groups[g].pus.intersects(pool_cpus))
+            parts.push_back({static_cast<int>(g), topo.l3_groups[g].pus & pool_cpus});
+    if (parts.empty()) {
+        for (const Unit& u : cores_in(topo, pool_cpus)) parts.push_back({-1, u.pus});
+        warnings.push_back("no " + level + " cache groups in the topology; core-complex uses single cores");
+    }
+    const int n = static_cast<int>(pool.size());
+    const int P = static_cast<int>(parts.size());
+    const Home& first_home = homes[pool.front()];
+    const bool one_home = std::all_of(pool.begin(), pool.end(), [&](int t) { return homes[t].cpus == first_home.cpus; });
+    std::vector<IdSet> out(pool.size());
+    if (n > P) {
+        const std::string what = describe(first_home);
+        if (!one_home) {
+            warnings.push_back(std::to_string(n) + " tasks on overlapping homes but only " + std::to_string(P) + " " +
+                               level + " part(s); core-complex splits cores exclusively instead");
+            return split_exclusive_pool(topo, homes, pool, warnings);
+        }
+        std::vector<int> share = even_sizes(n, P);
+        int next = 0;
+        for (int g = 0; g < P; ++g) {
+            auto split = split_exclusive(topo, parts[g].pus, share[g], "one " + level + " group", warnings);
+            for (int k = 0; k < share[g]; ++k) out[next++] = split[k];
+        }
+        warnings.push_back(std::to_string(n) + " tasks on " + what + " but only " + std::to_string(P) + " " + level +
+                           " group(s); groups are split exclusively among tasks");
+        return out;
     }
 
-    if (req.mode == Mode::None) {
-        for (TaskPlan& t : plan.tasks) {
-            t.cpus = allowed;
-            t.mem = MemPolicy::None;
+    // Narrow homes choose first, so that wider ones cannot take their only parts.
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return core_count(topo, homes[pool[a]].cpus) < core_count(topo, homes[pool[b]].cpus);
+    });
+    std::vector<bool> served(n, false);
+    auto take = [&](int i, int p) {
+        out[i] = parts[p].pus & homes[pool[i]].cpus;
+        parts[p].pus = parts[p].pus - out[i];
+        served[i] = true;
+    };
+    // An owned device's own L3 belongs to the first of its tasks.
+    for (int i : order)
+        for (int d : devices[pool[i]]) {
+            if (served[i]) break;
+            for (int p = 0; p < P; ++p)
+                if (accs[d].l3 >= 0 && parts[p].l3 == accs[d].l3 && parts[p].pus.intersects(homes[pool[i]].cpus)) {
+                    take(i, p);
+                    break;
+                }
         }
+    for (int i : order) {
+        if (served[i]) continue;
+        const Home& home = homes[pool[i]];
+        const IdSet first_device_cpus = topo.pus_of_nodes(accs[devices[pool[i]].front()].home_nodes);
+        // (tier, NUMA distance, -cores, logical order): smallest wins.
+        std::tuple<int, int, int, int> best{INT_MAX, 0, 0, 0};
+        int best_part = -1;
+        for (int p = 0; p < P; ++p) {
+            const IdSet in_home = parts[p].pus & home.cpus;
+            if (in_home.empty()) continue;
+            const int tier = in_home.intersects(first_device_cpus) ? 0 : 1;
+            int distance = INT_MAX;
+            for (int node : topo.cpu_nodes_intersecting(in_home))
+                for (int h : home.device_nodes) distance = std::min(distance, topo.distance(h, node));
+            std::tuple<int, int, int, int> key{tier, distance, -core_count(topo, in_home), p};
+            if (key < best) best = key, best_part = p;
+        }
+        if (best_part < 0) {  // every part of this home went to others: cores instead
+            warnings.push_back("no free " + level + " part left on " + describe(home) +
+                               "; core-complex splits cores exclusively instead");
+            return split_exclusive_pool(topo, homes, pool, warnings);
+        }
+        take(i, best_part);
+    }
+    int smallest = INT_MAX, largest = 0;
+    for (const IdSet& cpus : out) {
+        smallest = std::min(smallest, core_count(topo, cpus));
+        largest = std::max(largest, core_count(topo, cpus));
+    }
+    if (smallest != largest) {
+        warnings.push_back(level + " parts of unequal size handed out (" + std::to_string(smallest) + " to " +
+                           std::to_string(largest) + " cores per task)");
+    }
+    return out;
+}
+
+// ---- 4. memory nodes ----
+
+std::vector<int> memory_nodes(const Home& home, const IdSet& allowed_mems, MemPolicy policy,
+                              std::vector<std::string>& warnings) {
+    if (allowed_mems.empty()) return home.device_nodes;
+    std::vector<int> usable;
+    for (int n : home.device_nodes)
+        if (allowed_mems.contains(n)) usable.push_back(n);
+    if (!usable.empty()) return usable;
+    // The devices' memory is off limits: the nodes that give the task its CPUs are next best.
+    for (int n : home.nodes)
+        if (allowed_mems.contains(n)) usable.push_back(n);
+    if (policy != MemPolicy::None)
+        warnings.push_back("memory of NUMA node(s) " + join_ints(home.device_nodes) + " is not allowed; using node(s) " +
+                           (usable.empty() ? std::string("none (memory policy skipped)") : join_ints(usable)));
+    return usable;
+}
+
+}  // namespace planning
+
+std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>& shared,
+                                             const std::vector<std::vector<int>>& per_task) {
+    std::vector<std::vector<int>> owned(std::max(ntasks, 0));
+    const int n = static_cast<int>(shared.size());
+    // Devices outnumber tasks: contiguous blocks in list order, larger blocks first.
+    const std::vector<int> blocks = n > ntasks && ntasks > 0 ? planning::even_sizes(n, ntasks) : std::vector<int>{};
+    int next = 0;
+    for (int r = 0; r < ntasks; ++r) {
+        if (r < static_cast<int>(per_task.size()) && !per_task[r].empty()) {
+            owned[r] = per_task[r];
+        } else if (n > ntasks) {
+            owned[r].assign(shared.begin() + next, shared.begin() + next + blocks[r]);
+        } else if (n > 0) {
+            owned[r] = {shared[r % n]};
+        }
+        if (n > ntasks) next += blocks[r];
+    }
+    return owned;
+}
+
+NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& accelerators, const PlanRequest& req) {
+    using namespace planning;
+    NodePlan plan;
+    plan.mode = req.mode;
+    plan.accelerators = accelerators;
+    const int ntasks = req.ntasks;
+    if (ntasks < 1) throw UsageError("invalid task count " + std::to_string(ntasks) + " (must be at least 1)");
+    const IdSet all = topo.all_pus();
+    const IdSet allowed = req.allowed_cpus.empty() ? all : (req.allowed_cpus & all);
+    if (allowed.empty()) {
+        throw Error("none of the allowed CPUs (" + req.allowed_cpus.to_string() + ") exists in the topology (" +
+                    all.to_string() + ")");
+    }
+
+    const int ndev = static_cast<int>(accelerators.size());
+    const std::vector<std::vector<int>> devices = devices_per_task(req, ndev);
+    plan.tasks.resize(ntasks);
+    for (int r = 0; r < ntasks; ++r) {
+        plan.tasks[r].local_rank = r;
+        plan.tasks[r].devices = devices[r];
+        if (!devices[r].empty()) plan.tasks[r].device = &plan.accelerators[devices[r].front()];
+    }
+    if (req.mode == Mode::None) {
+        for (TaskPlan& t : plan.tasks) t.cpus = allowed;
         return plan;
     }
     if (ndev == 0) {
         throw Error("no accelerator found on this node (use --device-match to name the devices, e.g. "
                     "10de or class=0x0302)");
     }
-    if (std::any_of(states.begin(), states.end(), [](const TaskState& s) { return s.device < 0; }))
+    if (std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.empty(); }))
         throw Error("no visible accelerator for the tasks (the visible device list is empty)");
 
-    // Where each task's CPUs come from: its device's home nodes, or the nearest
-    // nodes that still have allowed CPUs.
+    std::vector<Home> homes;
     for (int r = 0; r < ntasks; ++r) {
-        TaskState& s = states[r];
+        homes.push_back(home_of(topo, accelerators, devices[r], allowed));
         TaskPlan& t = plan.tasks[r];
-        const Accelerator& dev = plan.accelerators[s.device];
-        std::vector<int> home_nodes;
-        for (int d : t.devices) {
-            const Accelerator& a = plan.accelerators[d];
-            if (!a.home_warning.empty()) t.warnings.push_back(a.home_warning);
-            home_nodes.insert(home_nodes.end(), a.home_nodes.begin(), a.home_nodes.end());
-        }
-        std::sort(home_nodes.begin(), home_nodes.end());
-        home_nodes.erase(std::unique(home_nodes.begin(), home_nodes.end()), home_nodes.end());
-        s.cpu_nodes = home_nodes;
-        s.home_cpus = topo.pus_of_nodes(s.cpu_nodes) & allowed;
-        if (s.home_cpus.empty()) {
-            int best = INT_MAX;
-            std::vector<int> nearest;
-            for (const NumaNode& n : topo.numa_nodes) {
-                if (!n.pus.intersects(allowed)) continue;
-                int d = INT_MAX;
-                for (int h : home_nodes) d = std::min(d, topo.distance(h, n.os_index));
-                if (d < best) {
-                    best = d;
-                    nearest.clear();
-                }
-                if (d == best) nearest.push_back(n.os_index);
-            }
-            if (!nearest.empty()) {
-                s.cpu_nodes = nearest;
-                s.home_cpus = topo.pus_of_nodes(nearest) & allowed;
-            }
-            if (s.home_cpus.empty()) {
-                s.cpu_nodes.clear();
-                s.home_cpus = allowed;  // allowed PUs lie outside every NUMA node
-            }
-            t.warnings.push_back("no allowed CPU on NUMA node(s) " + join_ints(home_nodes) + " of device(s) " +
-                                 join_ints(t.devices) + "; using the nearest allowed CPUs " +
-                                 s.home_cpus.to_string() +
-                                 (s.cpu_nodes.empty() ? "" : " (node(s) " + join_ints(s.cpu_nodes) + ")"));
-        }
-        (void)dev;
-        t.mems = home_nodes;
-        if (!req.allowed_mems.empty()) {
-            std::vector<int> usable;
-            for (int n : t.mems)
-                if (req.allowed_mems.contains(n)) usable.push_back(n);
-            if (usable.empty()) {
-                // The device's memory is off limits: the nodes that give the task its CPUs are next best.
-                for (int n : s.cpu_nodes)
-                    if (req.allowed_mems.contains(n)) usable.push_back(n);
-                if (req.mem != MemPolicy::None)
-                    t.warnings.push_back("memory of NUMA node(s) " + join_ints(t.mems) + " is not allowed; using node(s) " +
-                                         (usable.empty() ? std::string("none (memory policy skipped)") : join_ints(usable)));
-            }
-            t.mems = usable;
-        }
+        t.warnings = homes[r].warnings;
+        t.mems = memory_nodes(homes[r], req.allowed_mems, req.mem, t.warnings);
         t.mem = t.mems.empty() ? MemPolicy::None : req.mem;
     }
 
-    // Tasks sharing a home, ordered by device then rank, so one device's tasks are neighbours.
-    std::map<std::vector<int>, std::vector<int>> by_home;
-    for (int r = 0; r < ntasks; ++r) by_home[states[r].cpu_nodes].push_back(r);
-    // Exclusive modes hand out each CPU once, also across homes that overlap (a device
-    // without NUMA affinity is local to every node): the most specific home chooses first,
-    // keeping back one core for each task of the wider homes that has none left elsewhere.
-    std::vector<std::pair<std::vector<int>, std::vector<int>>> homes(by_home.begin(), by_home.end());
-    std::stable_sort(homes.begin(), homes.end(), [&](const auto& a, const auto& b) {
-        return states[a.second.front()].home_cpus.size() < states[b.second.front()].home_cpus.size();
-    });
-    const bool exclusive_modes = req.mode == Mode::Exclusive || req.mode == Mode::CoreComplex;
-    IdSet taken;
-    for (size_t h = 0; h < homes.size(); ++h) {
-        auto& [nodes, members] = homes[h];
-        std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-            return std::tie(states[a].device, a) < std::tie(states[b].device, b);
-        });
-        IdSet home_cpus = states[members.front()].home_cpus;
-        const std::string what = nodes.empty() ? "the allowed CPUs" : "NUMA node(s) " + join_ints(nodes);
-        const int n = static_cast<int>(members.size());
-        if (exclusive_modes && homes.size() > 1) {
-            home_cpus = home_cpus - taken;
-            int later_tasks = 0;
-            IdSet later_cpus;
-            for (size_t k = h + 1; k < homes.size(); ++k) {
-                later_tasks += static_cast<int>(homes[k].second.size());
-                later_cpus |= states[homes[k].second.front()].home_cpus;
+    switch (req.mode) {
+        case Mode::Node:
+            for (int r = 0; r < ntasks; ++r) plan.tasks[r].cpus = homes[r].cpus;
+            break;
+        case Mode::Socket:
+            for (int r = 0; r < ntasks; ++r) plan.tasks[r].cpus = socket_cpus(topo, homes[r].cpus, allowed);
+            break;
+        case Mode::Exclusive:
+        case Mode::CoreComplex:
+            for (const std::vector<int>& pool : pools_of(homes, devices)) {
+                std::vector<IdSet> parts =
+                    req.mode == Mode::Exclusive
+                        ? split_exclusive_pool(topo, homes, pool, plan.warnings)
+                        : split_core_complex_pool(topo, accelerators, homes, devices, pool, plan.warnings);
+                for (size_t i = 0; i < pool.size(); ++i) plan.tasks[pool[i]].cpus = parts[i];
             }
-            if (later_tasks > 0 && later_cpus.intersects(home_cpus)) {
-                const IdSet elsewhere = later_cpus - taken - home_cpus;
-                int need = later_tasks;
-                for (const Core& c : topo.cores)
-                    if (c.pus.intersects(elsewhere)) --need;
-                for (auto c = topo.cores.rbegin(); c != topo.cores.rend() && need > 0; ++c) {
-                    if (c->pus.intersects(home_cpus) && c->pus.intersects(later_cpus)) {
-                        home_cpus = home_cpus - c->pus;
-                        --need;
-                    }
-                }
-            }
-            if (home_cpus.empty()) {
-                throw Error(std::to_string(n) + " task(s) on " + what +
-                            " find no CPU left by the tasks of other devices; exclusive binding impossible");
-            }
-        }
-
-        switch (req.mode) {
-            case Mode::Node:
-                for (int r : members) plan.tasks[r].cpus = home_cpus;
-                break;
-            case Mode::Socket: {
-                IdSet cpus;
-                for (const Package& p : topo.packages)
-                    if (p.pus.intersects(home_cpus)) cpus |= p.pus;
-                cpus &= allowed;
-                for (int r : members) plan.tasks[r].cpus = cpus;
-                break;
-            }
-            case Mode::Exclusive: {
-                auto parts = split_exclusive(cores_in(topo, home_cpus), n, what);
-                for (int i = 0; i < n; ++i) plan.tasks[members[i]].cpus = parts[i];
-                break;
-            }
-            case Mode::CoreComplex: {
-                std::vector<TaskDevice> devices;
-                for (int r : members)
-                    devices.push_back({states[r].device, plan.accelerators[states[r].device].l3});
-                auto parts = split_core_complex(topo, home_cpus, devices, what, plan.warnings);
-                for (int i = 0; i < n; ++i) plan.tasks[members[i]].cpus = parts[i];
-                break;
-            }
-            case Mode::None:
-                break;
-        }
-        if (exclusive_modes)
-            for (int r : members) taken |= plan.tasks[r].cpus;
+            break;
+        case Mode::None:
+            break;
     }
     return plan;
 }

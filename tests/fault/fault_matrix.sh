@@ -69,7 +69,12 @@ fault_case() {
 # ---- topologies: this machine's XML with fake GPUs, and synthetic machines ----
 python3 "$GEN" -o "$WORK/gpu.xml" --gpu package:0 --gpu package:0 >/dev/null 2>&1 || { echo "gen_topology failed"; exit 1; }
 python3 "$GEN" -o "$WORK/nogpu.xml" >/dev/null 2>&1
-python3 "$GEN" -o "$WORK/machine.xml" --gpu machine >/dev/null 2>&1
+# Two NUMA nodes (the machine's first PUs, one per node): a machine-level device is then
+# a real guess worth a warning (with one NUMA node every device is local and nothing is said).
+p0=$(hwloc-calc --po -I pu pu:0); p1=$(hwloc-calc --po -I pu pu:1 2>/dev/null || echo "$p0")
+lstopo-no-graphics --input "node:2 core:1 pu:1(indexes=$p0,$p1)" --of xml - >"$WORK/machine.syn.xml" 2>/dev/null
+python3 "$GEN" -i "$WORK/machine.syn.xml" -o "$WORK/machine.xml" --gpu machine >/dev/null 2>&1
+python3 "$GEN" -o "$WORK/machine1.xml" --gpu machine >/dev/null 2>&1
 echo "this is not XML" >"$WORK/garbage.xml"
 # PUs 4094-4095 only: CPUs this kernel does not have.
 lstopo-no-graphics --input "node:1 core:2 pu:1(indexes=4094,4095)" --of xml - >"$WORK/far.syn.xml" 2>/dev/null
@@ -97,6 +102,10 @@ fi
 unset CUDA_VISIBLE_DEVICES
 # 6. device with no NUMA node (attached at machine level): local to all nodes, warned
 fault_case "device_without_numa_node" bound "has no NUMA affinity" --topology "$WORK/machine.xml" "${R[@]}"
+# 6'. the same device on a single-NUMA machine: local to its only node, no warning
+nb run --topology "$WORK/machine1.xml" "${R[@]}" --mode node -- sh -c 'echo "mode=$NUMABIND_MODE"'
+check "device_without_numa_node on a single-NUMA machine: bound, no warning" \
+  '[ $(rc) = 0 ] && grep -q "mode=node" "$WORK/out" && ! grep -q "warning" "$WORK/err"'
 # 7. empty intersection with the allowed CPUs (topology names CPUs the kernel lacks)
 fault_case "allowed_cpus_empty_intersection" fail "none of the CPUs this process may use is in the topology" --topology "$WORK/far.xml" "${R[@]}"
 # 9. PMIx server absent
