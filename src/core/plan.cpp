@@ -122,18 +122,31 @@ std::vector<IdSet> split_cores(const std::vector<Unit>& cores, int parts) {
     }
     const int groups = static_cast<int>(runs.size());
     const bool has_l3 = std::any_of(cores.begin(), cores.end(), [](const Unit& u) { return u.l3 >= 0; });
+    // L3 edges only while the shares stay even (runs thinned by the allowed set may differ).
+    auto run_size = [&](int g) { return runs[g].second - runs[g].first; };
     std::vector<IdSet> out(parts);
     if (has_l3 && groups >= parts && groups % parts == 0) {  // whole L3 runs per task
-        std::vector<int> sizes = even_sizes(groups, parts);
-        int next = 0;
-        for (int p = 0; p < parts; ++p)
-            for (int k = 0; k < sizes[p]; ++k, ++next) unite(out[p], runs[next].first, runs[next].second);
-        return out;
+        const int per = groups / parts;
+        int lo = INT_MAX, hi = 0;
+        for (int p = 0; p < parts; ++p) {
+            int size = 0;
+            for (int k = 0; k < per; ++k) size += run_size(p * per + k);
+            lo = std::min(lo, size), hi = std::max(hi, size);
+        }
+        if (hi - lo <= 1) {
+            for (int p = 0; p < parts; ++p)
+                for (int k = 0; k < per; ++k) unite(out[p], runs[p * per + k].first, runs[p * per + k].second);
+            return out;
+        }
     }
     if (has_l3 && parts > groups && parts % groups == 0) {  // each L3 run split among the same count
         const int per = parts / groups;
-        const bool fits = std::all_of(runs.begin(), runs.end(),
-                                      [&](const auto& run) { return run.second - run.first >= per; });
+        int lo = INT_MAX, hi = 0;
+        for (int g = 0; g < groups; ++g) {
+            lo = std::min(lo, run_size(g) / per);
+            hi = std::max(hi, (run_size(g) + per - 1) / per);
+        }
+        const bool fits = lo >= 1 && hi - lo <= 1;
         if (fits) {
             int p = 0;
             for (const auto& [first, end] : runs) {
@@ -305,7 +318,7 @@ std::vector<IdSet> split_exclusive_pool(const Topology& topo, const std::vector<
     for (size_t i = 0; i < pool.size(); ++i) {
         const Home& h = homes[pool[i]];
         auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
-            return g.home->cpus == h.cpus && g.home->nodes == h.nodes;
+            return g.home->cpus == h.cpus;  // the same CPUs are one home, whatever nodes named them
         });
         if (same == groups.end()) groups.push_back({&h, {}}), same = groups.end() - 1;
         same->positions.push_back(static_cast<int>(i));
@@ -316,23 +329,54 @@ std::vector<IdSet> split_exclusive_pool(const Topology& topo, const std::vector<
 
     IdSet free;
     for (const Group& g : groups) free |= g.home->cpus;
+    // What is handed out: whole cores, or hardware threads when the pool has fewer cores
+    // than tasks (split_exclusive then says how many tasks share a core).
+    const bool by_threads = core_count(topo, free) < static_cast<int>(pool.size());
+    auto units_in = [&](const IdSet& cpus) {
+        if (!by_threads) return cores_in(topo, cpus);
+        std::vector<Unit> threads;
+        for (const Unit& core : cores_in(topo, cpus))
+            for (int pu : core.pus.ids()) threads.push_back({IdSet{pu}, core.l3});
+        return threads;
+    };
+    auto unit_count = [&](const IdSet& cpus) { return by_threads ? cpus.size() : core_count(topo, cpus); };
+
     int unserved = static_cast<int>(pool.size());
     std::vector<IdSet> out(pool.size());
-    for (const Group& g : groups) {
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+        const Group& g = groups[gi];
         const int ntasks = static_cast<int>(g.positions.size());
-        const std::vector<Unit> available = cores_in(topo, g.home->cpus & free);
+        const std::vector<Unit> available = units_in(g.home->cpus & free);
         if (available.empty()) {
             throw Error(std::to_string(ntasks) + " task(s) on " + describe(*g.home) +
                         " find no CPU left by the tasks of other devices; exclusive binding impossible");
         }
-        const std::vector<int> fair = even_sizes(core_count(topo, free), unserved);
+        const std::vector<int> fair = even_sizes(unit_count(free), unserved);
         const int share = std::max(1, std::accumulate(fair.begin(), fair.begin() + ntasks, 0));
-        const int take = std::min(share, static_cast<int>(available.size()));
-        IdSet chosen;
-        for (int k = 0; k < take; ++k) chosen |= available[k].pus;
-        std::vector<IdSet> parts = split_exclusive(topo, chosen, ntasks, describe(*g.home), warnings);
+        const int count = static_cast<int>(available.size());
+        std::vector<bool> selected(count, false);
+        int chosen = std::min(share, count);
+        for (int k = 0; k < chosen; ++k) selected[k] = true;
+        // Give back, from the end of our share, a unit per task of each later group that
+        // would otherwise find too few left in its own home (a wider home next to ours).
+        for (size_t later = gi + 1; later < groups.size(); ++later) {
+            const Group& l = groups[later];
+            IdSet left = l.home->cpus & free;
+            for (int k = 0; k < count; ++k)
+                if (selected[k]) left = left - available[k].pus;
+            int missing = static_cast<int>(l.positions.size()) - unit_count(left);
+            for (int k = count - 1; k >= 0 && missing > 0 && chosen > ntasks; --k) {
+                if (!selected[k] || !available[k].pus.intersects(l.home->cpus)) continue;
+                selected[k] = false;
+                --chosen, --missing;
+            }
+        }
+        IdSet mine;
+        for (int k = 0; k < count; ++k)
+            if (selected[k]) mine |= available[k].pus;
+        std::vector<IdSet> parts = split_exclusive(topo, mine, ntasks, describe(*g.home), warnings);
         for (int k = 0; k < ntasks; ++k) out[g.positions[k]] = parts[k];
-        free = free - chosen;
+        free = free - mine;
         unserved -= ntasks;
     }
     return out;
@@ -369,7 +413,15 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
                                level + " part(s); core-complex splits cores exclusively instead");
             return split_exclusive_pool(topo, homes, pool, warnings);
         }
-        std::vector<int> share = even_sizes(n, P);
+        // A task per part, then each further task to the part with the most cores per task,
+        // so that no part is split into threads while another has cores to spare.
+        std::vector<int> share(P, 1);
+        for (int extra = n - P; extra > 0; --extra) {
+            int best = 0;
+            for (int g = 1; g < P; ++g)
+                if (core_count(topo, parts[g].pus) * share[best] > core_count(topo, parts[best].pus) * share[g]) best = g;
+            ++share[best];
+        }
         int next = 0;
         for (int g = 0; g < P; ++g) {
             auto split = split_exclusive(topo, parts[g].pus, share[g], "one " + level + " group", warnings);

@@ -1,0 +1,340 @@
+// Each planner stage on its own (include/numabind/plan_stages.hpp), on hand-built models
+// whose right answer can be read off the model, plus the five placement defects of
+// issue 11 as regression tests.
+#include <gtest/gtest.h>
+
+#include "numabind/error.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/plan_stages.hpp"
+
+using namespace numabind;
+using namespace numabind::planning;
+
+namespace {
+
+using Lists = std::vector<std::vector<int>>;
+
+// `nodes` NUMA nodes x `cores` cores x `threads` threads; PU os index = core * threads + t;
+// one L3 per `l3_cores` consecutive cores (never across nodes); one package per node.
+Topology model(int nodes, int cores, int threads, int l3_cores) {
+    Topology t;
+    const int per_node = cores;
+    for (int n = 0; n < nodes; ++n) {
+        IdSet node_pus;
+        for (int c = 0; c < per_node; ++c) {
+            const int core = n * per_node + c;
+            IdSet pus;
+            for (int k = 0; k < threads; ++k) pus.insert(core * threads + k);
+            const int l3 = core / l3_cores;
+            if (static_cast<int>(t.l3_groups.size()) <= l3) t.l3_groups.resize(l3 + 1);
+            t.l3_groups[l3].pus |= pus;
+            t.cores.push_back({pus, l3, n});
+            node_pus |= pus;
+        }
+        t.packages.push_back({n, node_pus});
+        NumaNode node;
+        node.os_index = n;
+        node.pus = node.locality = node_pus;
+        t.numa_nodes.push_back(node);
+    }
+    return t;
+}
+
+// One NVIDIA GPU below `locality` (machine level when it is every PU).
+PciDevice gpu(int bus, const IdSet& locality, bool machine_level = false, int l3 = -1) {
+    PciDevice d;
+    char addr[16];
+    std::snprintf(addr, sizeof addr, "0000:%02x:00.0", bus);
+    d.address = addr;
+    d.vendor = 0x10de;
+    d.class_id = 0x0302;
+    d.locality = locality;
+    d.machine_level = machine_level;
+    d.l3 = l3;
+    return d;
+}
+
+IdSet cores_pus(const Topology& t, int first, int count) {
+    IdSet s;
+    for (int c = first; c < first + count; ++c) s |= t.cores[c].pus;
+    return s;
+}
+
+bool mentions(const std::vector<std::string>& warnings, const std::string& needle) {
+    for (const auto& w : warnings)
+        if (w.find(needle) != std::string::npos) return true;
+    return false;
+}
+
+// ---- 1. devices per task ----
+
+TEST(AssignDevices, MoreTasksThanDevicesCycleModuloN) {
+    EXPECT_EQ(assign_devices(5, {4, 6}, {}), (Lists{{4}, {6}, {4}, {6}, {4}}));
+    EXPECT_EQ(assign_devices(2, {3, 1}, {}), (Lists{{3}, {1}}));
+}
+
+TEST(AssignDevices, FewerTasksThanDevicesGetContiguousBlocksLargerFirst) {
+    EXPECT_EQ(assign_devices(1, {0, 1, 2, 3, 4, 5, 6, 7}, {}), (Lists{{0, 1, 2, 3, 4, 5, 6, 7}}));
+    EXPECT_EQ(assign_devices(3, {0, 1, 2, 3, 4, 5, 6, 7}, {}), (Lists{{0, 1, 2}, {3, 4, 5}, {6, 7}}));
+    // Blocks follow the visible list's order, not the physical one.
+    EXPECT_EQ(assign_devices(2, {7, 6, 5}, {}), (Lists{{7, 6}, {5}}));
+}
+
+TEST(AssignDevices, OwnListsWinAndAreKeptWhole) {
+    EXPECT_EQ(assign_devices(2, {0, 1, 2, 3}, {{3, 2}, {}}), (Lists{{3, 2}, {2, 3}}));
+    EXPECT_EQ(assign_devices(2, {}, {{1}, {0}}), (Lists{{1}, {0}}));
+    EXPECT_EQ(assign_devices(2, {}, {}), (Lists{{}, {}}));
+}
+
+TEST(DevicesPerTask, AllAcceleratorsWhenNothingIsVisibleAndIndexesChecked) {
+    PlanRequest req;
+    req.ntasks = 2;
+    EXPECT_EQ(devices_per_task(req, 4), (Lists{{0, 1}, {2, 3}}));
+    req.visible_devices = {4};
+    EXPECT_THROW(devices_per_task(req, 4), Error);
+    req.visible_devices = {};
+    req.per_task_devices = {{0}, {-1}};
+    EXPECT_THROW(devices_per_task(req, 4), Error);
+}
+
+// ---- 2. homes ----
+
+TEST(HomeOf, UnionOfTheOwnedDevicesHomes) {
+    Topology t = model(2, 4, 2, 4);
+    t.pci_devices = {gpu(0x10, t.numa_nodes[0].pus), gpu(0x20, t.numa_nodes[1].pus)};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    const IdSet all = t.all_pus();
+    Home both = home_of(t, accs, {0, 1}, all);
+    EXPECT_EQ(both.device_nodes, (std::vector<int>{0, 1}));
+    EXPECT_EQ(both.cpus, all);
+    EXPECT_TRUE(both.warnings.empty());
+    Home one = home_of(t, accs, {1}, all);
+    EXPECT_EQ(one.nodes, std::vector<int>{1});
+    EXPECT_EQ(one.cpus, t.numa_nodes[1].pus);
+}
+
+TEST(HomeOf, NoAllowedCpuAtHomeFallsBackToTheNearestNodeWithAWarning) {
+    Topology t = model(3, 2, 1, 2);
+    t.distances = {{{0, 0}, 10}, {{0, 1}, 32}, {{0, 2}, 21}, {{1, 1}, 10}, {{1, 0}, 32}, {{1, 2}, 32},
+                   {{2, 2}, 10}, {{2, 0}, 21}, {{2, 1}, 32}};
+    t.pci_devices = {gpu(0x10, t.numa_nodes[0].pus)};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    Home h = home_of(t, accs, {0}, t.numa_nodes[1].pus | t.numa_nodes[2].pus);
+    EXPECT_EQ(h.device_nodes, std::vector<int>{0});
+    EXPECT_EQ(h.nodes, std::vector<int>{2});  // distance 21 beats 32
+    EXPECT_EQ(h.cpus, t.numa_nodes[2].pus);
+    EXPECT_TRUE(mentions(h.warnings, "no allowed CPU on NUMA node(s) 0"));
+}
+
+// ---- 3. pools and splits ----
+
+TEST(PoolsOf, ChainedOverlapsFormOnePoolOrderedByFirstDevice) {
+    Home a, b, c, d;
+    a.cpus = IdSet{0, 1};
+    b.cpus = IdSet{1, 2};  // overlaps a
+    c.cpus = IdSet{2, 3};  // overlaps b only: same pool through the chain
+    d.cpus = IdSet{8};
+    const Lists devices = {{5}, {1}, {2}, {0}};
+    EXPECT_EQ(pools_of({a, b, c, d}, devices), (Lists{{3}, {1, 2, 0}}));
+}
+
+TEST(SocketCpus, EveryAllowedPuOfTheTouchedPackages) {
+    Topology t = model(2, 4, 2, 4);
+    EXPECT_EQ(socket_cpus(t, IdSet{2}, t.all_pus()), t.packages[0].pus);
+    EXPECT_EQ(socket_cpus(t, IdSet{2}, IdSet{0, 1, 2, 3}), (IdSet{0, 1, 2, 3}));
+}
+
+TEST(SplitExclusive, WholeCoresContiguousAndRemainderFirst) {
+    Topology t = model(1, 5, 2, 5);
+    std::vector<std::string> w;
+    auto parts = split_exclusive(t, t.all_pus(), 2, "node 0", w);
+    EXPECT_EQ(parts[0], cores_pus(t, 0, 3));
+    EXPECT_EQ(parts[1], cores_pus(t, 3, 2));
+    EXPECT_TRUE(w.empty());
+}
+
+TEST(SplitExclusive, L3EdgesWhereTheCountsAllow) {
+    Topology t = model(1, 8, 1, 2);  // 4 L3s of 2 cores
+    std::vector<std::string> w;
+    auto parts = split_exclusive(t, t.all_pus(), 4, "node 0", w);
+    for (int p = 0; p < 4; ++p) EXPECT_EQ(parts[p], t.l3_groups[p].pus) << p;
+}
+
+// Regression (issue 11, 3): 12 tasks on an 8-core SMT2 node split threads silently.
+TEST(SplitExclusive, MoreTasksThanCoresSaysHowManyShareACore) {
+    Topology t = model(1, 8, 2, 8);
+    std::vector<std::string> w;
+    auto parts = split_exclusive(t, t.all_pus(), 12, "NUMA node(s) 0", w);
+    // 16 threads over 12 tasks: tasks 0-3 get both threads of cores 0-1... in thread order.
+    IdSet seen;
+    for (const IdSet& p : parts) {
+        EXPECT_FALSE(p.intersects(seen));
+        seen |= p;
+    }
+    EXPECT_EQ(seen, t.all_pus());
+    ASSERT_EQ(w.size(), 1u);
+    // Threads 0-7 go two to a task (whole cores 0-3); tasks 4-11 get one thread each and
+    // share cores 4-7 pairwise.
+    EXPECT_NE(w[0].find("12 tasks on NUMA node(s) 0 but only 8 core(s): 8 task(s) share"), std::string::npos) << w[0];
+    EXPECT_THROW(split_exclusive(t, t.all_pus(), 17, "NUMA node(s) 0", w), Error);
+}
+
+TEST(SplitExclusivePool, OneHomeIsTheWholeHomeSplit) {
+    Topology t = model(1, 6, 1, 6);
+    std::vector<Home> homes(3);
+    for (Home& h : homes) h.cpus = t.all_pus(), h.nodes = {0};
+    std::vector<std::string> w;
+    auto parts = split_exclusive_pool(t, homes, {0, 1, 2}, w);
+    for (int p = 0; p < 3; ++p) EXPECT_EQ(parts[p], cores_pus(t, 2 * p, 2));
+}
+
+TEST(SplitExclusivePool, SmallestHomeFirstTakesItsFairShareCappedByItsHome) {
+    Topology t = model(2, 4, 1, 4);  // node 0: cores 0-3, node 1: cores 4-7
+    // Three tasks on node 0 and one on both nodes: fair share of node 0's group is 3/4 of
+    // 8 cores = 6, capped at node 0's 4; the wide task gets node 1.
+    std::vector<Home> homes(4);
+    for (int i = 0; i < 3; ++i) homes[i].cpus = t.numa_nodes[0].pus, homes[i].nodes = {0};
+    homes[3].cpus = t.all_pus(), homes[3].nodes = {0, 1};
+    std::vector<std::string> w;
+    auto parts = split_exclusive_pool(t, homes, {0, 1, 2, 3}, w);
+    EXPECT_EQ(parts[0], cores_pus(t, 0, 2));
+    EXPECT_EQ(parts[1], cores_pus(t, 2, 1));
+    EXPECT_EQ(parts[2], cores_pus(t, 3, 1));
+    EXPECT_EQ(parts[3], t.numa_nodes[1].pus);
+    // One task on node 0 and three on both: node 0's task takes 8/4 = 2 cores, the three
+    // wide tasks share the remaining 6.
+    std::vector<Home> homes2 = {homes[0], homes[3], homes[3], homes[3]};
+    auto parts2 = split_exclusive_pool(t, homes2, {0, 1, 2, 3}, w);
+    EXPECT_EQ(parts2[0], cores_pus(t, 0, 2));
+    EXPECT_EQ(parts2[1], cores_pus(t, 2, 2));
+    EXPECT_EQ(parts2[2], cores_pus(t, 4, 2));
+    EXPECT_EQ(parts2[3], cores_pus(t, 6, 2));
+}
+
+// Regression (issue 11, 2): POWER9 with 1-core L3 groups gave rank 0 one core while
+// 2-core groups stayed free.
+TEST(SplitCoreComplexPool, LargestFreePartFirstAmongEquallyNearOnes) {
+    Topology t = model(1, 5, 4, 1);
+    // L3 groups: {core 0}, {cores 1,2}, {cores 3,4}
+    t.l3_groups = {{cores_pus(t, 0, 1)}, {cores_pus(t, 1, 2)}, {cores_pus(t, 3, 2)}};
+    t.cores[0].l3 = 0, t.cores[1].l3 = t.cores[2].l3 = 1, t.cores[3].l3 = t.cores[4].l3 = 2;
+    t.pci_devices = {gpu(0x10, t.all_pus()), gpu(0x20, t.all_pus())};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    std::vector<Home> homes(2);
+    for (Home& h : homes) h.cpus = t.all_pus(), h.nodes = h.device_nodes = {0};
+    std::vector<std::string> w;
+    auto parts = split_core_complex_pool(t, accs, homes, {{0}, {1}}, {0, 1}, w);
+    EXPECT_EQ(parts[0], t.l3_groups[1].pus);
+    EXPECT_EQ(parts[1], t.l3_groups[2].pus);
+    EXPECT_TRUE(w.empty());
+    // A third task must take the 1-core group: that is said.
+    homes.push_back(homes[0]);
+    parts = split_core_complex_pool(t, accs, homes, {{0}, {1}, {0}}, {0, 2, 1}, w);
+    EXPECT_EQ(parts[2], t.l3_groups[0].pus);
+    EXPECT_TRUE(mentions(w, "parts of unequal size handed out (1 to 2 cores per task)"));
+}
+
+TEST(SplitCoreComplexPool, AnOwnedDevicesL3ComesFirst) {
+    Topology t = model(1, 6, 1, 2);  // 3 L3s of 2 cores
+    t.pci_devices = {gpu(0x10, t.l3_groups[2].pus, false, 2), gpu(0x20, t.all_pus())};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    std::vector<Home> homes(2);
+    for (Home& h : homes) h.cpus = t.all_pus(), h.nodes = h.device_nodes = {0};
+    std::vector<std::string> w;
+    auto parts = split_core_complex_pool(t, accs, homes, {{1}, {0}}, {0, 1}, w);
+    EXPECT_EQ(parts[1], t.l3_groups[2].pus);  // device 0 hangs below L3 2
+    EXPECT_EQ(parts[0], t.l3_groups[0].pus);
+}
+
+// ---- 4. memory nodes ----
+
+TEST(MemoryNodes, DeviceNodesThatAreAllowedElseTheCpuNodes) {
+    Home h;
+    h.device_nodes = {0, 1};
+    h.nodes = {2};
+    std::vector<std::string> w;
+    EXPECT_EQ(memory_nodes(h, IdSet{}, MemPolicy::Prefer, w), (std::vector<int>{0, 1}));
+    EXPECT_EQ(memory_nodes(h, IdSet{1, 2}, MemPolicy::Prefer, w), std::vector<int>{1});
+    EXPECT_TRUE(w.empty());
+    EXPECT_EQ(memory_nodes(h, IdSet{2}, MemPolicy::Bind, w), std::vector<int>{2});
+    EXPECT_TRUE(mentions(w, "memory of NUMA node(s) 0,1 is not allowed; using node(s) 2"));
+}
+
+// ---- regressions through plan_node ----
+
+// Regression (issue 11, 1): one process driving all GPUs was bound to GPU 0's node; two
+// tasks with eight GPUs both went to socket 0.
+TEST(PlanOwnership, FewerTasksThanGpusOwnBlocksAndTheirHomes) {
+    Topology t = model(2, 4, 2, 4);
+    for (int i = 0; i < 8; ++i) t.pci_devices.push_back(gpu(0x10 + i, t.numa_nodes[i / 4].pus));
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    PlanRequest req;
+    req.mode = Mode::Node;
+    req.ntasks = 1;
+    NodePlan one = plan_node(t, accs, req);
+    EXPECT_EQ(one.tasks[0].devices, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+    EXPECT_EQ(one.tasks[0].device->index, 0);
+    EXPECT_EQ(one.tasks[0].cpus, t.all_pus());
+    EXPECT_EQ(one.tasks[0].mems, (std::vector<int>{0, 1}));
+    req.ntasks = 2;
+    for (Mode mode : {Mode::Node, Mode::Exclusive, Mode::CoreComplex}) {
+        req.mode = mode;
+        NodePlan two = plan_node(t, accs, req);
+        EXPECT_EQ(two.tasks[0].cpus, t.numa_nodes[0].pus) << to_string(mode);
+        EXPECT_EQ(two.tasks[1].cpus, t.numa_nodes[1].pus) << to_string(mode);
+        EXPECT_EQ(two.tasks[1].devices, (std::vector<int>{4, 5, 6, 7}));
+    }
+}
+
+TEST(PlanOwnership, ABlockStraddlingTwoNodesGetsCpusNextToTheOthersWithoutOverlap) {
+    Topology t = model(2, 4, 1, 2);
+    for (int i = 0; i < 8; ++i) t.pci_devices.push_back(gpu(0x10 + i, t.numa_nodes[i / 4].pus));
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    PlanRequest req;
+    req.ntasks = 3;  // blocks 0-2 (node 0), 3-5 (nodes 0,1), 6-7 (node 1)
+    for (Mode mode : {Mode::Exclusive, Mode::CoreComplex}) {
+        req.mode = mode;
+        NodePlan plan = plan_node(t, accs, req);
+        IdSet seen;
+        for (const TaskPlan& task : plan.tasks) {
+            EXPECT_FALSE(task.cpus.empty()) << to_string(mode);
+            EXPECT_FALSE(task.cpus.intersects(seen)) << to_string(mode);
+            seen |= task.cpus;
+        }
+        EXPECT_TRUE(plan.tasks[0].cpus.is_subset_of(t.numa_nodes[0].pus));
+        EXPECT_TRUE(plan.tasks[2].cpus.is_subset_of(t.numa_nodes[1].pus));
+        EXPECT_EQ(plan.tasks[1].mems, (std::vector<int>{0, 1}));
+    }
+}
+
+// Regression (issue 11, 4): a single-NUMA machine warned about machine-level devices.
+TEST(PlanWarnings, NoMachineLevelWarningOnASingleNumaMachine) {
+    Topology t = model(1, 4, 2, 4);
+    t.pci_devices = {gpu(0x10, t.all_pus(), true)};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    ASSERT_EQ(accs.size(), 1u);
+    EXPECT_TRUE(accs[0].home_warning.empty()) << accs[0].home_warning;
+    PlanRequest req;
+    NodePlan plan = plan_node(t, accs, req);
+    EXPECT_TRUE(plan.tasks[0].warnings.empty());
+    // Two nodes: now it is a guess, and said.
+    Topology t2 = model(2, 4, 2, 4);
+    t2.pci_devices = {gpu(0x10, t2.all_pus(), true)};
+    EXPECT_FALSE(find_accelerators(t2, DeviceMatcher::builtin())[0].home_warning.empty());
+}
+
+// Regression (issue 11, 5): `--device-match 1bcf` skipped the NEC Vector Engine (0b40).
+TEST(DeviceMatch, BareVendorCoversCoProcessorsAndProcessingAccelerators) {
+    PciDevice ve;
+    ve.vendor = 0x1bcf;
+    ve.class_id = 0x0b40;
+    EXPECT_TRUE(DeviceMatcher::parse("1bcf").matches(ve));
+    ve.class_id = 0x1200;
+    EXPECT_TRUE(DeviceMatcher::parse("1bcf").matches(ve));
+    ve.class_id = 0x0200;  // its NIC is not an accelerator
+    EXPECT_FALSE(DeviceMatcher::parse("1bcf").matches(ve));
+    ve.class_id = 0x0b40;
+    EXPECT_FALSE(DeviceMatcher::builtin().matches(ve));  // unknown vendors need a match
+}
+
+}  // namespace
