@@ -390,17 +390,28 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
     IdSet pool_cpus;
     for (int t : pool) pool_cpus |= homes[t].cpus;
     struct Part {
-        int l3;      // index into Topology::l3_groups, -1: a single core
-        IdSet pus;   // still free
+        int l3;                  // index into Topology::l3_groups, -1: a single core
+        IdSet pus;               // still free
+        std::vector<int> cores;  // indexes into Topology::cores it touches (counted often)
+        std::vector<int> nodes;  // NUMA nodes with CPUs it touches
     };
     std::vector<Part> parts;
     for (size_t g = 0; g < topo.l3_groups.size(); ++g)
         if (topo.l3_groups[g].pus.intersects(pool_cpus))
-            parts.push_back({static_cast<int>(g), topo.l3_groups[g].pus & pool_cpus});
+            parts.push_back({static_cast<int>(g), topo.l3_groups[g].pus & pool_cpus, {}, {}});
     if (parts.empty()) {
-        for (const Unit& u : cores_in(topo, pool_cpus)) parts.push_back({-1, u.pus});
+        for (const Unit& u : cores_in(topo, pool_cpus)) parts.push_back({-1, u.pus, {}, {}});
         warnings.push_back("no " + level + " cache groups in the topology; core-complex uses single cores");
     }
+    for (size_t c = 0; c < topo.cores.size(); ++c)
+        for (Part& part : parts)
+            if (topo.cores[c].pus.intersects(part.pus)) part.cores.push_back(static_cast<int>(c));
+    for (Part& part : parts) part.nodes = topo.cpu_nodes_intersecting(part.pus);
+    auto cores_of_part = [&](const Part& part, const IdSet& within) {
+        int count = 0;
+        for (int c : part.cores) count += topo.cores[c].pus.intersects(within) ? 1 : 0;
+        return count;
+    };
     const int n = static_cast<int>(pool.size());
     const int P = static_cast<int>(parts.size());
     const Home& first_home = homes[pool.front()];
@@ -415,11 +426,12 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
         }
         // A task per part, then each further task to the part with the most cores per task,
         // so that no part is split into threads while another has cores to spare.
-        std::vector<int> share(P, 1);
+        std::vector<int> share(P, 1), cores(P);
+        for (int g = 0; g < P; ++g) cores[g] = static_cast<int>(parts[g].cores.size());
         for (int extra = n - P; extra > 0; --extra) {
             int best = 0;
             for (int g = 1; g < P; ++g)
-                if (core_count(topo, parts[g].pus) * share[best] > core_count(topo, parts[best].pus) * share[g]) best = g;
+                if (cores[g] * share[best] > cores[best] * share[g]) best = g;
             ++share[best];
         }
         int next = 0;
@@ -433,11 +445,10 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
     }
 
     // Narrow homes choose first, so that wider ones cannot take their only parts.
-    std::vector<int> order(n);
+    std::vector<int> order(n), home_cores(n);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        return core_count(topo, homes[pool[a]].cpus) < core_count(topo, homes[pool[b]].cpus);
-    });
+    for (int i = 0; i < n; ++i) home_cores[i] = one_home ? 0 : core_count(topo, homes[pool[i]].cpus);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return home_cores[a] < home_cores[b]; });
     std::vector<bool> served(n, false);
     auto take = [&](int i, int p) {
         out[i] = parts[p].pus & homes[pool[i]].cpus;
@@ -462,13 +473,13 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
         std::tuple<int, int, int, int> best{INT_MAX, 0, 0, 0};
         int best_part = -1;
         for (int p = 0; p < P; ++p) {
+            if (!parts[p].pus.intersects(home.cpus)) continue;
             const IdSet in_home = parts[p].pus & home.cpus;
-            if (in_home.empty()) continue;
             const int tier = in_home.intersects(first_device_cpus) ? 0 : 1;
             int distance = INT_MAX;
-            for (int node : topo.cpu_nodes_intersecting(in_home))
+            for (int node : parts[p].nodes)
                 for (int h : home.device_nodes) distance = std::min(distance, topo.distance(h, node));
-            std::tuple<int, int, int, int> key{tier, distance, -core_count(topo, in_home), p};
+            std::tuple<int, int, int, int> key{tier, distance, -cores_of_part(parts[p], in_home), p};
             if (key < best) best = key, best_part = p;
         }
         if (best_part < 0) {  // every part of this home went to others: cores instead
