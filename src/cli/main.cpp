@@ -203,8 +203,8 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             if (!applied.ok) throw nb::Error(applied.error);
         }
         nb::export_binding_env(mode, task, [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); });
-        note(o, "rank " + std::to_string(task.local_rank) + ": device " +
-                    (task.device ? std::to_string(task.device->index) + " (" + task.device->pci + ")" : "-") +
+        note(o, "rank " + std::to_string(task.local_rank) + ": device" + (task.devices.size() > 1 ? "s " : " ") +
+                    (task.device ? nb::join(task.devices) + " (first " + task.device->pci + ")" : "-") +
                     ", cpus " + task.cpus.to_string() + ", mems " + nb::join(task.mems) + " (" +
                     nb::to_string(task.mem) + ")");
     } catch (const nb::UsageError&) {
@@ -287,50 +287,55 @@ int cmd_show(const Options& o) {
     auto accs = nb::find_accelerators(m, make_matcher(o.device_match));
     std::vector<int> cpu_nodes = m.cpu_nodes_intersecting(p.cpus);
 
-    // The process's device: NUMABIND_DEVICE if numabind bound it, else the visible
-    // device of its local rank.
-    const nb::Accelerator* device = nullptr;
+    // The process's devices: NUMABIND_DEVICES if numabind bound it, else what the
+    // ownership rule gives its local rank among the visible devices.
+    std::vector<int> owned;
     std::string device_source;
     std::vector<std::string> warnings;
-    if (auto d = getenv_opt("NUMABIND_DEVICE"); d && !d->empty()) {
-        int idx = nb::parse_nonnegative(*d, "NUMABIND_DEVICE");
-        if (idx < static_cast<int>(accs.size())) {
-            device = &accs[idx];
-            device_source = "NUMABIND_DEVICE";
-        }
+    if (auto d = getenv_opt("NUMABIND_DEVICES"); d && !d->empty()) {
+        owned = nb::parse_device_list(*d, static_cast<int>(accs.size()), "NUMABIND_DEVICES");
+        device_source = "NUMABIND_DEVICES";
+    } else if (auto d1 = getenv_opt("NUMABIND_DEVICE"); d1 && !d1->empty()) {
+        owned = nb::parse_device_list(*d1, static_cast<int>(accs.size()), "NUMABIND_DEVICE");
+        device_source = "NUMABIND_DEVICE";
     }
-    if (!device && !accs.empty()) {
+    if (owned.empty() && !accs.empty()) {
         nb::VisibleDevices vis = nb::visible_from_env(accs, getenv_opt, nb::nvml_uuid_resolver());
         std::vector<int> visible = vis.restricted ? vis.indexes : std::vector<int>{};
         if (!vis.restricted)
             for (const auto& a : accs) visible.push_back(a.index);
-        int rank = 0;
-        std::string rank_source = "default";
-        if (auto lr = nb::local_rank_from_env(getenv_opt)) {
-            rank = lr->rank;
-            rank_source = lr->source;
-        }
+        nb::LocalRank lr{0, 0, "default", ""};
+        if (auto found = nb::local_rank_from_env(getenv_opt)) lr = *found;
         if (!visible.empty()) {
-            device = &accs[visible[rank % visible.size()]];
+            // The same ownership rule as the planner; without the local task count, rank r
+            // uses device r mod n.
+            if (lr.size > lr.rank) owned = nb::assign_devices(lr.size, visible, {})[lr.rank];
+            else owned = {visible[lr.rank % visible.size()]};
             device_source = (vis.restricted ? vis.source : std::string("all accelerators")) + ", local rank " +
-                            std::to_string(rank) + " (" + rank_source + ")";
+                            std::to_string(lr.rank) + " (" + lr.source + ")" +
+                            (lr.size > 0 ? " of " + std::to_string(lr.size) + " (" + lr.size_source + ")" : "");
         }
     }
+    std::vector<int> device_nodes;
+    for (int d : owned) device_nodes.insert(device_nodes.end(), accs[d].home_nodes.begin(), accs[d].home_nodes.end());
+    std::sort(device_nodes.begin(), device_nodes.end());
+    device_nodes.erase(std::unique(device_nodes.begin(), device_nodes.end()), device_nodes.end());
+    const nb::Accelerator* device = owned.empty() ? nullptr : &accs[owned.front()];
+    auto off_home = [&](int n) { return std::find(device_nodes.begin(), device_nodes.end(), n) == device_nodes.end(); };
+    const std::string devices_text = nb::join(owned);
     if (device) {
         for (int n : cpu_nodes) {
-            if (std::find(device->home_nodes.begin(), device->home_nodes.end(), n) == device->home_nodes.end()) {
+            if (off_home(n)) {
                 warnings.push_back("CPUs " + p.cpus.to_string() + " include NUMA node " + std::to_string(n) +
-                                   " but device " + std::to_string(device->index) + " (" + device->pci +
-                                   ") is on node(s) " + nb::join(device->home_nodes));
+                                   " but device(s) " + devices_text + " are on node(s) " + nb::join(device_nodes));
                 break;
             }
         }
         if (p.mem_policy != "default" && p.mem_policy != "local") {
             for (int n : p.mem_nodes.ids()) {
-                if (std::find(device->home_nodes.begin(), device->home_nodes.end(), n) == device->home_nodes.end()) {
+                if (off_home(n)) {
                     warnings.push_back("memory policy " + p.mem_policy + " uses node " + std::to_string(n) +
-                                       " but device " + std::to_string(device->index) + " is on node(s) " +
-                                       nb::join(device->home_nodes));
+                                       " but device(s) " + devices_text + " are on node(s) " + nb::join(device_nodes));
                     break;
                 }
             }
@@ -349,6 +354,7 @@ int cmd_show(const Options& o) {
                                     {"mem_policy", p.mem_policy},
                                     {"mem_nodes", p.mem_nodes.ids()},
                                     {"device", dev},
+                                    {"devices", owned},
                                     {"warnings", warnings}}
                          .dump(2)
                   << "\n";
@@ -358,8 +364,9 @@ int cmd_show(const Options& o) {
     std::cout << "memory:     " << p.mem_policy
               << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
     if (device)
-        std::cout << "device:     " << device->index << " (" << device->pci << ") on NUMA node(s) "
-                  << nb::join(device->home_nodes) << " [" << device_source << "]\n";
+        std::cout << (owned.size() > 1 ? "devices:    " + devices_text + ", first " : std::string("device:     "))
+                  << device->index << " (" << device->pci << ") on NUMA node(s) " << nb::join(device_nodes) << " ["
+                  << device_source << "]\n";
     else
         std::cout << "device:     none\n";
     for (const std::string& w : warnings) std::cout << "warning: " << w << "\n";

@@ -72,6 +72,21 @@ for r, t in enumerate(d["tasks"]):
 # INDEX: 0000:44:00.0 is on NUMA 1 and is the second GPU in PCI order
 assert d["tasks"][1]["device"] == {"index": 1, "pci": "0000:44:00.0"} and d["tasks"][1]["mems"] == [1]
 PY'
+# Fewer tasks than GPUs: blocks of GPUs in PCI order, homes = the union of their nodes
+# (INDEX: 03:00 on NUMA 3, 44:00 on 1, 84:00 on 7, c4:00 on 5).
+nb plan --topology "$DATA/psmgmt_topo.jwb0001.xml" --mode node --ntasks 2 --json
+check "plan --json: two tasks own two GPUs each, on both their nodes" '[ $(rc) = 0 ] && python3 - "$WORK/out" "$(hwloc-calc --input "$DATA/psmgmt_topo.jwb0001.xml" --po -I pu --pi numa:1 numa:3)" <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tasks"]
+assert [x["devices"] for x in t] == [[0, 1], [2, 3]], [x["devices"] for x in t]
+assert t[0]["device"]["index"] == 0 and t[0]["mems"] == [1, 3] and t[1]["mems"] == [5, 7], t
+want = set()
+for part in sys.argv[2].split(","):
+    a, _, b = part.partition("-")
+    want |= set(range(int(a), int(b or a) + 1))
+assert set(t[0]["cpus"]) == want, (t[0]["cpus"], sorted(want))
+PY'
 nb topo --topology "$DATA/flux-core_tuo.TPX.xml" --json
 check "topo --json lists 12 MI300A partitions on 4 nodes" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
 import json, sys
@@ -114,7 +129,8 @@ nb run --topology "$WORK/this.xml" --mode node --local-rank 1 --ntasks 2 --mem i
 check "show inside run reports the binding and the device" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["device"]["index"] == 1 and d["device"]["source"] == "NUMABIND_DEVICE", d["device"]
+assert d["device"]["index"] == 1 and d["device"]["source"] == "NUMABIND_DEVICES", d["device"]
+assert d["devices"] == [1], d["devices"]
 assert d["mem_policy"] == "interleave" and d["mem_nodes"] == [0], d
 assert d["warnings"] == [], d["warnings"]
 PY'
@@ -137,7 +153,7 @@ if [ "$NCORES" -ge 2 ]; then
   python3 "$GEN" -o "$WORK/split.xml" --split-numa 2 --gpu numa:1 >/dev/null 2>&1
   first=$(hwloc-calc --po -I pu core:0)
   CUDA_VISIBLE_DEVICES=0 nb run --topology "$WORK/split.xml" --mode none --local-rank 0 -- taskset -c "$first" "$NB" show --topology "$WORK/split.xml"
-  check "show warns when CPUs and device NUMA node differ" '[ $(rc) = 0 ] && grep -q "warning: CPUs .* include NUMA node 0 but device 0" "$WORK/out"'
+  check "show warns when CPUs and device NUMA node differ" '[ $(rc) = 0 ] && grep -q "warning: CPUs .* include NUMA node 0 but device(s) 0 are on node(s) 1" "$WORK/out"'
 fi
 
 echo "$failures failure(s)"
