@@ -403,9 +403,21 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
         for (const Unit& u : cores_in(topo, pool_cpus)) parts.push_back({-1, u.pus, {}, {}});
         warnings.push_back("no " + level + " cache groups in the topology; core-complex uses single cores");
     }
-    for (size_t c = 0; c < topo.cores.size(); ++c)
-        for (Part& part : parts)
-            if (topo.cores[c].pus.intersects(part.pus)) part.cores.push_back(static_cast<int>(c));
+    // Each core belongs to the part of its own L3 (single-core parts: their one core).
+    std::vector<int> part_of_l3(topo.l3_groups.size(), -1);
+    for (size_t p = 0; p < parts.size(); ++p)
+        if (parts[p].l3 >= 0) part_of_l3[parts[p].l3] = static_cast<int>(p);
+    for (size_t c = 0; c < topo.cores.size(); ++c) {
+        const Core& core = topo.cores[c];
+        const int p = core.l3 >= 0 && core.l3 < static_cast<int>(part_of_l3.size()) ? part_of_l3[core.l3] : -1;
+        if (p >= 0) {
+            if (core.pus.intersects(parts[p].pus)) parts[p].cores.push_back(static_cast<int>(c));
+            continue;
+        }
+        for (Part& part : parts)  // cores outside every L3 group (rare): test each part
+            if (part.l3 < 0 || core.l3 < 0)
+                if (core.pus.intersects(part.pus)) part.cores.push_back(static_cast<int>(c));
+    }
     for (Part& part : parts) part.nodes = topo.cpu_nodes_intersecting(part.pus);
     auto cores_of_part = [&](const Part& part, const IdSet& within) {
         int count = 0;
@@ -474,7 +486,7 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
         int best_part = -1;
         for (int p = 0; p < P; ++p) {
             if (!parts[p].pus.intersects(home.cpus)) continue;
-            const IdSet in_home = parts[p].pus & home.cpus;
+            const IdSet in_home = one_home ? parts[p].pus : parts[p].pus & home.cpus;  // one home: parts lie in it
             const int tier = in_home.intersects(first_device_cpus) ? 0 : 1;
             int distance = INT_MAX;
             for (int node : parts[p].nodes)
