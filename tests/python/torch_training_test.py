@@ -109,7 +109,9 @@ with tempfile.TemporaryDirectory() as work:
                        "--numabind-topology", xml, "--numabind-fallback", "fail", "--bind-late"]
     elif args.launcher == "torchrun":
         cmd = [PY, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(NTASKS), "--master_addr",
-               "127.0.0.1", "--master_port", str(free_port()), "--no_python", BIN, "run", "--mode", "exclusive",
+               "127.0.0.1", "--master_port", str(free_port()), # torch 1.13 on Python 3.11: "0" (the default) parses to None and crashes (IntFlag no longer
+               # iterates its zero member); 2 = stderr, teed to the console.
+               "--redirects", "2", "--tee", "2", "--log_dir", os.path.join(work, "torchrun-logs"), "--no_python", BIN, "run", "--mode", "exclusive",
                "--topology", xml, "--"] + train
     else:
         if os.geteuid() != 0 or not shutil.which("slurmctld") or not os.environ.get("NUMABIND_PLUGIN"):
