@@ -6,11 +6,15 @@ Modelled on numabind's seed experiment: each sample is a synthetic 1024x1024 RGB
 (uint8, made on the CPU by the DataLoader workers), copied to the GPU and resized there to
 224x224, so the host side (workers, pinned buffers, H2D copies) is what NUMA placement affects.
 
-Launch, one process per GPU:
-  srun -n8 --gpus-per-task=1 --numa-binding=exclusive python3 train_resnet18.py
+Launch, one process per GPU (--launcher says which started it; default: from the environment):
+  srun -n8 --gpus-per-task=1 --numa-binding=exclusive python3 train_resnet18.py --launcher srun
   torchrun --nproc-per-node=8 --no-python numabind run --mode exclusive -- \
-      python3 train_resnet18.py
+      python3 train_resnet18.py --launcher torchrun
+  python3 train_resnet18.py --launcher spawn --nprocs 8     # torch.multiprocessing.spawn; each
+      # worker calls numabind.bind(local_rank=rank, ntasks=world) itself (the Python module)
   numabind run --local-rank 0 --ntasks 1 -- python3 train_resnet18.py --placement-only
+DataLoader workers run numabind.worker_init_fn (re-applies a binding a worker lost) when the
+numabind module is importable.
 
 Placement report (one line per process and per worker, key=value, on stdout):
   placement role=main|worker[N] rank=R local_rank=L pid=P mode=... device=... device_pci=...
@@ -191,11 +195,43 @@ def logical_cuda_index(torch, local_rank):
     return local_rank % count
 
 
+def _write_json(path, obj):
+    import json
+
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def hold_for_observer(report_dir, rank, local_rank):
+    """--report-dir: say who we are (pid, threads) and wait until DIR/go exists, so that a
+    separate observer can read every process and thread of the job from /proc meanwhile."""
+    _write_json(os.path.join(report_dir, f"rank{rank}.json"),
+                {"pid": os.getpid(), "rank": rank, "local_rank": local_rank,
+                 "tids": sorted(int(t) for t in os.listdir("/proc/self/task")),
+                 "tids_before_bind": BIND_INFO.get("tids_before_bind", []), "bind": BIND_INFO.get("result")})
+    deadline = time.time() + 300
+    while not os.path.exists(os.path.join(report_dir, "go")) and time.time() < deadline:
+        time.sleep(0.05)
+
+
+numabind = None
+BIND_INFO = {}
+
+
 def train(args):
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
 
+    global numabind
+    try:
+        import numabind as _nb
+
+        numabind = _nb
+    except ImportError:
+        pass
     env = os.environ
     rank = int(env.get("RANK", env.get("SLURM_PROCID", "0")))
     world = int(env.get("WORLD_SIZE", env.get("SLURM_NTASKS", "1")))
@@ -209,7 +245,7 @@ def train(args):
     device = torch.device("cuda", dev_index) if dev_index is not None else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
-    if world > 1:
+    if world > 1 and not dist.is_initialized():
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29500")
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world)
@@ -226,12 +262,17 @@ def train(args):
             return img, i % args.classes
 
     def worker_init(worker_id):
+        if numabind is not None:
+            numabind.worker_init_fn(worker_id)
         report(f"worker{worker_id}")
+        if args.report_dir:
+            _write_json(os.path.join(args.report_dir, f"worker-{rank}-{worker_id}.json"), {"pid": os.getpid()})
 
     loader = torch.utils.data.DataLoader(
         Synthetic(), batch_size=args.batch_size, num_workers=args.workers, pin_memory=device.type == "cuda",
         worker_init_fn=worker_init if args.workers > 0 else None, persistent_workers=args.workers > 0,
-        drop_last=True)
+        # forked, as DataLoader workers are by default (a spawn-started process would spawn them)
+        multiprocessing_context="fork" if args.workers > 0 else None, drop_last=True)
     model = build_resnet18(torch, args.classes).to(device).to(memory_format=torch.channels_last)
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dev_index] if dev_index is not None else None)
@@ -243,6 +284,8 @@ def train(args):
         t0 = time.perf_counter()
         n = 0
         for step, (img, label) in enumerate(loader):
+            if args.report_dir and epoch == 0 and step == 1:
+                hold_for_observer(args.report_dir, rank, local_rank)
             img = img.to(device, non_blocking=True).float()
             img = F.interpolate(img, size=(args.resize, args.resize), mode="bilinear", align_corners=False)
             img = ((img - mean) / std).contiguous(memory_format=torch.channels_last)
@@ -266,6 +309,27 @@ def train(args):
     return 0
 
 
+def spawn_worker(rank, args, world):
+    """One torch.multiprocessing.spawn worker: bind itself with the numabind module, then train."""
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world))
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(args.master_port))
+    import numabind as nb
+
+    if args.bind_late:
+        # Threads first (gloo's, the intra-op pool's), binding after: bind() must reach them all.
+        import torch
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.ones(256, 256) @ torch.ones(256, 256)
+    BIND_INFO["tids_before_bind"] = sorted(int(t) for t in os.listdir("/proc/self/task"))
+    BIND_INFO["result"] = nb.bind(local_rank=rank, ntasks=world, mode=args.numabind_mode, mem=args.numabind_mem,
+                                  topology=args.numabind_topology, device_match=args.numabind_device_match,
+                                  fallback=args.numabind_fallback)
+    train(args)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--placement-only", action="store_true",
@@ -277,6 +341,22 @@ def main(argv=None):
     p.add_argument("--image-size", type=int, default=1024, help="synthetic image side (default 1024)")
     p.add_argument("--resize", type=int, default=224, help="side after resizing on the GPU (default 224)")
     p.add_argument("--classes", type=int, default=1000)
+    p.add_argument("--launcher", choices=["spawn", "torchrun", "srun"], default=None,
+                   help="who starts the processes: spawn (this script, torch.multiprocessing.spawn, each worker "
+                        "binds itself with numabind.bind), torchrun or srun (already started and bound by "
+                        "`numabind run` or the SPANK plugin); default: whatever the environment says")
+    p.add_argument("--nprocs", type=int, default=0, help="--launcher spawn: processes (default: GPUs, else 1)")
+    p.add_argument("--master-port", type=int, default=29500, help="--launcher spawn: rendezvous port")
+    p.add_argument("--numabind-mode", default="exclusive", help="--launcher spawn: numabind.bind(mode=...)")
+    p.add_argument("--numabind-mem", default="prefer", help="--launcher spawn: numabind.bind(mem=...)")
+    p.add_argument("--numabind-topology", default=None, help="--launcher spawn: numabind.bind(topology=...)")
+    p.add_argument("--numabind-device-match", default=None, help="--launcher spawn: numabind.bind(device_match=...)")
+    p.add_argument("--numabind-fallback", default="warn", help="--launcher spawn: numabind.bind(fallback=...)")
+    p.add_argument("--bind-late", action="store_true",
+                   help="--launcher spawn: start the process group and the intra-op threads before binding")
+    p.add_argument("--report-dir", default=None,
+                   help="write DIR/rank<R>.json and DIR/worker-<R>-<W>.json after the first step, then wait "
+                        "for DIR/go (lets an observer check every process and thread from /proc)")
     args = p.parse_args(argv)
 
     if not args.placement_only:
@@ -287,6 +367,13 @@ def main(argv=None):
             args.placement_only = True
     if args.placement_only:
         return placement_only(args.workers)
+    if args.launcher == "spawn":
+        import torch
+        import torch.multiprocessing as mp
+
+        world = args.nprocs or max(torch.cuda.device_count(), 1)
+        mp.spawn(spawn_worker, args=(args, world), nprocs=world, join=True)
+        return 0
     return train(args)
 
 

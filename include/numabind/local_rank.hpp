@@ -1,6 +1,7 @@
 // Where a process's local rank and the node's local task count come from.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -23,5 +24,18 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env);
 
 // Parses a non-negative integer option/variable strictly; names `what` in the error.
 int parse_nonnegative(const std::string& text, const std::string& what);
+
+// The PMIx rank source of the program (the CLI links pmix/ when libpmix is found); empty
+// in the library's C API, where the program itself may be a PMIx client.
+struct PmixRankSource {
+    std::function<std::optional<LocalRank>(std::string& error)> local_rank;
+    bool available = false;
+};
+
+// --local-rank/--ntasks beat everything; rank_source: "auto" (launcher variables, the
+// innermost launcher first: torchrun, MPI launchers, then Slurm; never PMIx),
+// "env" (the same, stated), "pmix" (the PMIx server). Throws UsageError/Error.
+LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::string& ntasks_opt,
+                             const std::string& rank_source, const EnvLookup& env, const PmixRankSource& pmix);
 
 }  // namespace numabind

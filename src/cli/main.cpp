@@ -17,7 +17,10 @@
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/local_rank.hpp"
 #include "numabind/plan.hpp"
+#include "numabind/placement_report.hpp"
+#include "numabind/process_report.hpp"
 #include "numabind/report.hpp"
+#include "numabind/task_planner.hpp"
 #include "numabind/topology_cache.hpp"
 #include "numabind/visible.hpp"
 #include "rank_source.hpp"
@@ -75,16 +78,6 @@ private:
     std::string line_;
 };
 
-std::optional<std::string> getenv_opt(const std::string& name) {
-    const char* v = std::getenv(name.c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-}
-
-nb::DeviceMatcher make_matcher(const std::string& spec) {
-    return spec.empty() ? nb::DeviceMatcher::builtin() : nb::DeviceMatcher::parse(spec);
-}
-
 struct Options {
     std::string mode = "node";
     std::string mem = "prefer";
@@ -99,6 +92,8 @@ struct Options {
     bool verbose = false;
     bool json = false;
     bool export_cache = false;
+    std::string pid;       // show --pid
+    bool threads = false;  // show --threads
 };
 
 void note(const Options& o, const std::string& msg) {
@@ -116,85 +111,37 @@ void note(const Options& o, const std::string& msg) {
     std::exit(err == ENOENT ? 127 : 126);
 }
 
-// The per-boot topology cache directory: NUMABIND_TOPOLOGY_CACHE (a directory, or "off").
-std::optional<nb::TopologyCacheOptions> cache_options() {
-    nb::TopologyCacheOptions c;
-    if (auto v = getenv_opt("NUMABIND_TOPOLOGY_CACHE"); v && !v->empty()) {
-        if (*v == "off") return std::nullopt;
-        c.dir = *v;
-    }
-    return c;
-}
-
-// --topology XML, else this machine: from the per-boot cache when valid (read only;
-// `topo --export-cache` or the SPANK plugin writes it), else discovered live.
 std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
-    if (!o.topology.empty()) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{o.topology, xml_is_this_system});
-    auto c = cache_options();
-    if (!c) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{});
-    c->write = false;
-    nb::CacheOutcome out;
-    auto topo = nb::load_this_machine(*c, &out);
-    note(o, std::string("topology cache ") + nb::to_string(out.result) + (out.path.empty() ? "" : " (" + out.path + ")") +
-                (out.detail.empty() ? "" : ": " + out.detail));
-    return topo;
+    return nb::load_topology(o.topology, xml_is_this_system, [&](const std::string& m) { note(o, m); });
 }
 
-// Everything `run` decides before touching the process; throws on failure.
-nb::TaskPlan plan_this_task(const Options& o, nb::Mode mode, nb::MemPolicy mem, nb::NodePlan& plan_out) {
-    auto topo_ptr = load_topology(o, true);
-    const nb::HwlocTopology& topo = *topo_ptr;
-    note(o, "topology: " + topo.source());
-    auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
-
-    nb::LocalRank lr = nb::resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_opt);
-    note(o, "local rank " + std::to_string(lr.rank) + " from " + lr.source + ", local tasks " +
-                (lr.size ? std::to_string(lr.size) + " from " + lr.size_source : std::string("unknown")));
-    if (lr.size == 0) {
-        if (mode == nb::Mode::Exclusive || mode == nb::Mode::CoreComplex) {
-            throw nb::UsageError("the local task count is unknown and mode " + nb::to_string(mode) +
-                                 " splits CPUs among tasks; pass --ntasks");
-        }
-        lr.size = lr.rank + 1;
-    }
-
-    nb::PlanRequest req;
-    req.mode = mode;
-    req.mem = mem;
-    req.ntasks = lr.size;
-    if (!o.devices.empty()) {
-        req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
-        note(o, "devices from --devices: " + o.devices);
-    } else {
-        nb::VisibleDevices vis = nb::visible_from_env(accs, getenv_opt, nb::nvml_uuid_resolver());
-        for (const std::string& w : vis.warnings) std::cerr << "numabind: warning: " << w << "\n";
-        if (vis.restricted) {
-            req.visible_devices = vis.indexes;
-            note(o, "devices from " + vis.source + ": " + nb::join(vis.indexes));
-            if (vis.indexes.empty() && mode != nb::Mode::None)
-                throw nb::Error(vis.source + " makes no device visible; nothing to bind to");
-        } else {
-            note(o, "devices: all " + std::to_string(accs.size()) + " accelerator(s)");
-        }
-    }
-    nb::HwlocTopology::Allowed allowed = topo.allowed();
-    req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
-    req.allowed_mems = std::move(allowed.mems);
-    note(o, "allowed CPUs " + req.allowed_cpus.to_string());
-    plan_out = nb::plan_node(topo.model(), accs, req);
-    return plan_out.tasks.at(lr.rank);
+// Everything `run` decides before touching the process (shared with the C API); throws.
+nb::TaskPlan plan_this_task(const Options& o, nb::NodePlan& plan_out) {
+    nb::TaskRequest req;
+    req.mode = o.mode;
+    req.mem = o.mem;
+    req.local_rank = o.local_rank;
+    req.ntasks = o.ntasks;
+    req.devices = o.devices;
+    req.device_match = o.device_match;
+    req.topology = o.topology;
+    req.allowed_cpus = o.allowed_cpus;
+    req.rank_source = o.rank_source;
+    return nb::plan_this_task(req, plan_out, nb::PmixRankSource{nb::pmix_local_rank, nb::pmix_available()},
+                              [&](const std::string& m) { note(o, m); },
+                              [](const std::string& w) { std::cerr << "numabind: warning: " << w << "\n"; });
 }
 
 int cmd_run(const Options& o, const std::vector<std::string>& program) {
     const nb::Mode mode = nb::parse_mode(o.mode);
-    const nb::MemPolicy mem = nb::parse_mem_policy(o.mem);
+    (void)nb::parse_mem_policy(o.mem);  // bad values are usage errors before anything else
     if (o.fallback != "fail" && o.fallback != "warn")
         throw nb::UsageError("invalid --fallback '" + o.fallback + "' (valid: fail, warn)");
     if (program.empty()) throw nb::UsageError("run: missing program (usage: numabind run [OPTIONS] -- PROGRAM [ARGS...])");
     nb::NodePlan plan;
     std::string failure;
     try {
-        nb::TaskPlan task = plan_this_task(o, mode, mem, plan);
+        nb::TaskPlan task = plan_this_task(o, plan);
         for (const std::string& w : task.warnings) std::cerr << "numabind: warning: " << w << "\n";
         for (const std::string& w : plan.warnings) note(o, "warning: " + w);
         if (mode != nb::Mode::None) {
@@ -233,7 +180,7 @@ int cmd_plan(const Options& o) {
     if (req.ntasks < 1) throw nb::UsageError("invalid --ntasks '0' (must be at least 1)");
     auto topo_ptr = load_topology(o, false);
     const nb::HwlocTopology& topo = *topo_ptr;
-    auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
+    auto accs = nb::find_accelerators(topo.model(), nb::make_matcher(o.device_match));
     if (!o.devices.empty()) req.visible_devices = nb::parse_device_list(o.devices, static_cast<int>(accs.size()));
     nb::HwlocTopology::Allowed allowed = topo.allowed();
     req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
@@ -249,14 +196,14 @@ int cmd_plan(const Options& o) {
 int cmd_topo(const Options& o) {
     if (o.export_cache) {
         if (!o.topology.empty()) throw nb::UsageError("--export-cache writes this machine's topology; drop --topology");
-        auto c = cache_options();
+        auto c = nb::cache_options();
         if (!c) throw nb::UsageError("--export-cache: NUMABIND_TOPOLOGY_CACHE=off");
         std::cout << nb::write_topology_cache(*c) << "\n";
         return 0;
     }
     auto topo_ptr = load_topology(o, false);
     const nb::HwlocTopology& topo = *topo_ptr;
-    auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
+    auto accs = nb::find_accelerators(topo.model(), nb::make_matcher(o.device_match));
     if (o.json) {
         nlohmann::ordered_json numa = nlohmann::ordered_json::array();
         for (const nb::NumaNode& n : topo.model().numa_nodes)
@@ -279,97 +226,25 @@ int cmd_topo(const Options& o) {
     return 0;
 }
 
-int cmd_show(const Options& o) {
-    nb::Placement p = nb::current_placement();
-    auto topo_ptr = load_topology(o, true);
-    const nb::HwlocTopology& topo = *topo_ptr;
-    const nb::Topology& m = topo.model();
-    auto accs = nb::find_accelerators(m, make_matcher(o.device_match));
-    std::vector<int> cpu_nodes = m.cpu_nodes_intersecting(p.cpus);
-
-    // The process's devices: NUMABIND_DEVICES if numabind bound it, else what the
-    // ownership rule gives its local rank among the visible devices.
-    std::vector<int> owned;
-    std::string device_source;
-    std::vector<std::string> warnings;
-    if (auto d = getenv_opt("NUMABIND_DEVICES"); d && !d->empty()) {
-        owned = nb::parse_device_list(*d, static_cast<int>(accs.size()), "NUMABIND_DEVICES");
-        device_source = "NUMABIND_DEVICES";
-    } else if (auto d1 = getenv_opt("NUMABIND_DEVICE"); d1 && !d1->empty()) {
-        owned = nb::parse_device_list(*d1, static_cast<int>(accs.size()), "NUMABIND_DEVICE");
-        device_source = "NUMABIND_DEVICE";
-    }
-    if (owned.empty() && !accs.empty()) {
-        nb::VisibleDevices vis = nb::visible_from_env(accs, getenv_opt, nb::nvml_uuid_resolver());
-        std::vector<int> visible = vis.restricted ? vis.indexes : std::vector<int>{};
-        if (!vis.restricted)
-            for (const auto& a : accs) visible.push_back(a.index);
-        nb::LocalRank lr{0, 0, "default", ""};
-        if (auto found = nb::local_rank_from_env(getenv_opt)) lr = *found;
-        if (!visible.empty()) {
-            // The same ownership rule as the planner; without the local task count, rank r
-            // uses device r mod n.
-            if (lr.size > lr.rank) owned = nb::assign_devices(lr.size, visible, {})[lr.rank];
-            else owned = {visible[lr.rank % visible.size()]};
-            device_source = (vis.restricted ? vis.source : std::string("all accelerators")) + ", local rank " +
-                            std::to_string(lr.rank) + " (" + lr.source + ")" +
-                            (lr.size > 0 ? " of " + std::to_string(lr.size) + " (" + lr.size_source + ")" : "");
-        }
-    }
-    std::vector<int> device_nodes;
-    for (int d : owned) device_nodes.insert(device_nodes.end(), accs[d].home_nodes.begin(), accs[d].home_nodes.end());
-    std::sort(device_nodes.begin(), device_nodes.end());
-    device_nodes.erase(std::unique(device_nodes.begin(), device_nodes.end()), device_nodes.end());
-    const nb::Accelerator* device = owned.empty() ? nullptr : &accs[owned.front()];
-    auto off_home = [&](int n) { return std::find(device_nodes.begin(), device_nodes.end(), n) == device_nodes.end(); };
-    const std::string devices_text = nb::join(owned);
-    if (device) {
-        for (int n : cpu_nodes) {
-            if (off_home(n)) {
-                warnings.push_back("CPUs " + p.cpus.to_string() + " include NUMA node " + std::to_string(n) +
-                                   " but device(s) " + devices_text + " are on node(s) " + nb::join(device_nodes));
-                break;
-            }
-        }
-        if (p.mem_policy != "default" && p.mem_policy != "local") {
-            for (int n : p.mem_nodes.ids()) {
-                if (off_home(n)) {
-                    warnings.push_back("memory policy " + p.mem_policy + " uses node " + std::to_string(n) +
-                                       " but device(s) " + devices_text + " are on node(s) " + nb::join(device_nodes));
-                    break;
-                }
-            }
-        }
-    } else {
-        warnings.push_back(accs.empty() ? "no accelerator found on this node" : "no device for this process");
-    }
-    if (o.json) {
-        nlohmann::ordered_json dev = nullptr;
-        if (device)
-            dev = nlohmann::ordered_json{{"index", device->index}, {"pci", device->pci}, {"numa_nodes", device->home_nodes},
-                   {"source", device_source}};
-        std::cout << nlohmann::ordered_json{{"pid", getpid()},
-                                    {"cpus", p.cpus.ids()},
-                                    {"cpu_numa_nodes", cpu_nodes},
-                                    {"mem_policy", p.mem_policy},
-                                    {"mem_nodes", p.mem_nodes.ids()},
-                                    {"device", dev},
-                                    {"devices", owned},
-                                    {"warnings", warnings}}
-                         .dump(2)
-                  << "\n";
-        return 0;
-    }
-    std::cout << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << nb::join(cpu_nodes) << ")\n";
-    std::cout << "memory:     " << p.mem_policy
-              << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
-    if (device)
-        std::cout << (owned.size() > 1 ? "devices:    " + devices_text + ", first " : std::string("device:     "))
-                  << device->index << " (" << device->pci << ") on NUMA node(s) " << nb::join(device_nodes) << " ["
-                  << device_source << "]\n";
+// show --pid PID: another running process, read from /proc (process_report).
+int cmd_show_pid(const Options& o) {
+    const int pid = nb::parse_nonnegative(o.pid, "--pid");
+    const nb::ProcessReport r = nb::inspect_report(pid, o.topology, o.device_match, [&](const std::string& m) { note(o, m); });
+    if (o.json)
+        std::cout << nb::process_report_to_json(r).dump(2) << "\n";
     else
-        std::cout << "device:     none\n";
-    for (const std::string& w : warnings) std::cout << "warning: " << w << "\n";
+        std::cout << nb::process_report_to_text(r, o.threads);
+    return 0;
+}
+
+int cmd_show(const Options& o) {
+    if (!o.pid.empty()) return cmd_show_pid(o);
+    if (o.threads) throw nb::UsageError("--threads needs --pid PID");
+    const nb::PlacementReport r = nb::current_placement_report(o.topology, o.device_match, [&](const std::string& m) { note(o, m); });
+    if (o.json)
+        std::cout << nb::placement_to_json(r).dump(2) << "\n";
+    else
+        std::cout << nb::placement_to_text(r);
     return 0;
 }
 
@@ -408,8 +283,10 @@ int main(int argc, char** argv) {
     run->add_flag("-v,--verbose", o.verbose, "say which sources were used and the binding");
     add_topology(run);
 
-    CLI::App* show = app.add_subcommand("show", "show this process's CPUs, memory policy and device");
+    CLI::App* show = app.add_subcommand("show", "show this process's (or --pid PID's) CPUs, memory policy and device");
     show->add_flag("--json", o.json, "JSON output");
+    show->add_option("--pid", o.pid, "a running process: CPUs per thread, memory, devices, mismatches with its plan");
+    show->add_flag("--threads", o.threads, "with --pid: list every thread");
     add_topology(show);
 
     CLI::App* plan = app.add_subcommand("plan", "dry run: the binding of every task of a node");

@@ -1,0 +1,95 @@
+/* numabind.h — the stable C API of libnumabind (libnumabind.so.0).
+ *
+ * Binds the calling process — every one of its threads — to the CPUs and memory local
+ * to its accelerator(s), planning the node exactly as `numabind run` does (same local rank
+ * sources, device ownership, --device-match and --topology), from inside a program:
+ * workers started by torch.multiprocessing.spawn, Lightning, Accelerate, DataLoader.
+ *
+ * ABI rules: only numabind_* symbols are exported (version node NUMABIND_1); the option
+ * and result types are opaque and grow through new keys, never new fields; every function
+ * returns a status code or a pointer and never lets an exception out. Strings returned in
+ * `char **` parameters are freed with numabind_free(). Error messages are one line, the
+ * same as the command's (without its "numabind: " prefix). Not async-signal-safe; bind and
+ * reapply call setenv(3), so avoid them while other threads read the environment.
+ */
+#ifndef NUMABIND_NUMABIND_H
+#define NUMABIND_NUMABIND_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NUMABIND_API_VERSION 1
+
+/* Status codes (the command's exit statuses where they overlap). */
+#define NUMABIND_OK 0
+#define NUMABIND_ERROR 1       /* binding not possible or failed (no accelerator, syscall...) */
+#define NUMABIND_USAGE 2       /* a bad option key or value, a NULL argument */
+#define NUMABIND_NOMEM 3       /* out of memory */
+
+/* "0.1.0": the library's version; numabind_api_version(): NUMABIND_API_VERSION it implements. */
+const char *numabind_version(void);
+int numabind_api_version(void);
+
+typedef struct numabind_options numabind_options;
+typedef struct numabind_result numabind_result;
+
+/* Options, all optional, as strings (the command's spelling):
+ *   mode          none, node (default), socket, exclusive, core-complex
+ *   mem           prefer (default), bind, interleave, none
+ *   local_rank    this process's rank on the node      (default: launcher variables)
+ *   ntasks        tasks on the node                     (default: launcher variables)
+ *   devices       visible physical accelerator indexes, "0,1" (default: CUDA_VISIBLE_DEVICES...)
+ *   device_match  VVVV[:DDDD] or class=0xCCSS, comma-separated
+ *   topology      hwloc XML of this machine instead of discovering it
+ *   allowed_cpus  CPUs the tasks may use (default: this process's cpuset)
+ *   rank_source   auto (default) or env
+ *   fallback      fail (default) or warn: on failure bind nothing and return NUMABIND_OK
+ *                 with "bound": false and the reason in "error" (NUMABIND_MODE=none is set)
+ *   migrate       0 (default) or 1: move the pages already resident to the home node(s)
+ * numabind_options_set returns NUMABIND_USAGE for an unknown key (values are checked by bind). */
+numabind_options *numabind_options_new(void);
+int numabind_options_set(numabind_options *options, const char *key, const char *value, char *error,
+                         size_t error_size);
+void numabind_options_free(numabind_options *options);
+
+/* Plans this node and applies this task's share to every thread of the process: CPU
+ * affinity (each thread), memory policy (each thread; see the README for threads that block
+ * signals), NUMABIND_* variables (setenv) and, with migrate=1, page migration. On success
+ * *result (may be NULL if not wanted) holds what was applied; free it with numabind_result_free.
+ * On failure `error` (if not NULL) receives the one-line reason. */
+int numabind_bind(const numabind_options *options, numabind_result **result, char *error, size_t error_size);
+
+/* For forked workers (DataLoader): checks every thread against the binding recorded in
+ * NUMABIND_CPUS/NUMABIND_MEMS/NUMABIND_MEM_POLICY and re-applies it where it was lost.
+ * NUMABIND_MODE unset or none: nothing to check (result says so). */
+int numabind_reapply(numabind_result **result, char *error, size_t error_size);
+
+/* The result as JSON (owned by the result):
+ *   bind:    {"bound", "error", "mode", "local_rank", "local_rank_source", "ntasks", "cpus", "mems",
+ *             "mem_policy", "kernel_mem_policy", "device", "devices", "device_pci", "threads",
+ *             "threads_mem_policy", "threads_mem_policy_missing", "migrated", "pages_moved",
+ *             "pages_off_home_before", "pages_off_home_after", "warnings", "env"}
+ *   reapply: {"checked", "lost": [lines], "reapplied", "threads", "threads_mem_policy", "warnings", ...} */
+const char *numabind_result_json(const numabind_result *result);
+int numabind_result_threads(const numabind_result *result);   /* threads bound, -1 if none */
+long numabind_result_pages_moved(const numabind_result *result); /* pages migrated, 0 without migrate */
+void numabind_result_free(numabind_result *result);
+
+/* What `numabind show --json` prints for the calling process. topology/device_match may be NULL. */
+int numabind_placement_json(const char *topology, const char *device_match, char **json, char *error,
+                            size_t error_size);
+
+/* What `numabind show --pid PID --json` prints (threads, memory, mismatches). */
+int numabind_inspect_json(int pid, const char *topology, const char *device_match, char **json, char *error,
+                          size_t error_size);
+
+void numabind_free(void *pointer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NUMABIND_NUMABIND_H */

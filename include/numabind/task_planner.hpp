@@ -1,0 +1,54 @@
+// Adapter: what `numabind run` decides before touching the process — this machine's (or
+// --topology's) accelerators, the local rank, the visible devices, the allowed CPUs —
+// shared by the CLI and the C API (numabind.h), so both plan a task the same way.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "numabind/accelerators.hpp"
+#include "numabind/hwloc_topology.hpp"
+#include "numabind/local_rank.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/topology_cache.hpp"
+
+namespace numabind {
+
+// The inputs of `numabind run` as the user wrote them (empty: not given).
+struct TaskRequest {
+    std::string mode = "node";
+    std::string mem = "prefer";
+    std::string local_rank;
+    std::string ntasks;
+    std::string devices;
+    std::string device_match;
+    std::string topology;
+    std::string allowed_cpus;
+    std::string rank_source = "auto";
+};
+
+using Notify = std::function<void(const std::string& line)>;
+
+// getenv as an EnvLookup.
+std::optional<std::string> getenv_lookup(const std::string& name);
+
+// The builtin accelerator matcher, or the --device-match spec. Throws UsageError.
+DeviceMatcher make_matcher(const std::string& spec);
+
+// The per-boot topology cache directory: NUMABIND_TOPOLOGY_CACHE (a directory, or "off").
+std::optional<TopologyCacheOptions> cache_options();
+
+// `topology` XML, else this machine: from the per-boot cache when valid (read only;
+// `topo --export-cache` or the SPANK plugin writes it), else discovered live.
+std::unique_ptr<HwlocTopology> load_topology(const std::string& topology, bool xml_is_this_system,
+                                             const Notify& note);
+
+// Plans this node as `numabind run` does and returns this task's share (pointing into
+// plan_out). `note` gets the verbose lines, `warn` the warnings a user must see.
+// Throws UsageError (bad input) or Error.
+TaskPlan plan_this_task(const TaskRequest& request, NodePlan& plan_out, const PmixRankSource& pmix,
+                        const Notify& note, const Notify& warn);
+
+}  // namespace numabind

@@ -1,0 +1,281 @@
+// The C API (include/numabind/numabind.h): thin glue over the task planner, the
+// whole-process binder and the reports. No exception leaves this file.
+#include "numabind/numabind.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "numabind/error.hpp"
+#include "numabind/placement_report.hpp"
+#include "numabind/process_binding.hpp"
+#include "numabind/process_inspect.hpp"
+#include "numabind/process_report.hpp"
+#include "numabind/report.hpp"
+#include "numabind/task_planner.hpp"
+#include "numabind/text.hpp"
+
+namespace nb = numabind;
+
+struct numabind_options {
+    nb::TaskRequest request;
+    std::string fallback = "fail";
+    bool migrate = false;
+};
+
+struct numabind_result {
+    std::string json;
+    int threads = -1;
+    long pages_moved = 0;
+};
+
+namespace {
+
+void put_error(char* buf, size_t size, const std::string& msg) {
+    if (!buf || size == 0) return;
+    size_t n = std::min(size - 1, msg.size());
+    std::memcpy(buf, msg.data(), n);
+    buf[n] = '\0';
+}
+
+char* dup_string(const std::string& s) {
+    char* p = static_cast<char*>(std::malloc(s.size() + 1));
+    if (p) std::memcpy(p, s.c_str(), s.size() + 1);
+    return p;
+}
+
+// Runs f, mapping exceptions to status codes and the one-line message.
+template <typename F>
+int guarded(char* error, size_t error_size, F&& f) {
+    try {
+        return f();
+    } catch (const nb::UsageError& e) {
+        put_error(error, error_size, e.what());
+        return NUMABIND_USAGE;
+    } catch (const std::bad_alloc&) {
+        put_error(error, error_size, "out of memory");
+        return NUMABIND_NOMEM;
+    } catch (const std::exception& e) {
+        put_error(error, error_size, e.what());
+        return NUMABIND_ERROR;
+    } catch (...) {
+        put_error(error, error_size, "unexpected internal error");
+        return NUMABIND_ERROR;
+    }
+}
+
+nlohmann::ordered_json env_json(nb::Mode mode, const nb::TaskPlan& task) {
+    nlohmann::ordered_json env = nlohmann::ordered_json::object();
+    nb::export_binding_env(mode, task, [&](const char* k, const std::string& v) { env[k] = v; });
+    return env;
+}
+
+void setenv_all(const nlohmann::ordered_json& env) {
+    for (auto it = env.begin(); it != env.end(); ++it) setenv(it.key().c_str(), it.value().get<std::string>().c_str(), 1);
+}
+
+numabind_result* make_result(const nlohmann::ordered_json& j, int threads, long moved) {
+    auto* r = new numabind_result;
+    r->json = j.dump();
+    r->threads = threads;
+    r->pages_moved = moved;
+    return r;
+}
+
+nlohmann::ordered_json binding_json(const nb::ProcessBindResult& b) {
+    return {{"threads", b.threads},
+            {"threads_mem_policy", b.threads_policy},
+            {"threads_mem_policy_missing", b.threads_policy_missing},
+            {"kernel_mem_policy", b.caller.mem_policy},
+            {"migrated", b.migrated},
+            {"pages_moved", b.pages_moved},
+            {"pages_off_home_before", b.pages_off_home_before},
+            {"pages_off_home_after", b.pages_off_home_after}};
+}
+
+std::vector<int> int_list(const std::string& text, const char* what) {
+    std::vector<int> out;
+    for (std::string_view item : nb::split(text, ','))
+        if (!item.empty()) out.push_back(nb::parse_nonnegative(std::string(item), what));
+    return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* numabind_version(void) { return "0.1.0"; }
+int numabind_api_version(void) { return NUMABIND_API_VERSION; }
+
+numabind_options* numabind_options_new(void) { return new (std::nothrow) numabind_options; }
+void numabind_options_free(numabind_options* o) { delete o; }
+
+int numabind_options_set(numabind_options* o, const char* key, const char* value, char* error, size_t error_size) {
+    return guarded(error, error_size, [&] {
+        if (!o || !key || !value) throw nb::UsageError("numabind_options_set: NULL argument");
+        const std::string k = key, v = value;
+        nb::TaskRequest& r = o->request;
+        if (k == "mode") r.mode = v;
+        else if (k == "mem") r.mem = v;
+        else if (k == "local_rank") r.local_rank = v;
+        else if (k == "ntasks") r.ntasks = v;
+        else if (k == "devices") r.devices = v;
+        else if (k == "device_match") r.device_match = v;
+        else if (k == "topology") r.topology = v;
+        else if (k == "allowed_cpus") r.allowed_cpus = v;
+        else if (k == "rank_source") {
+            if (v != "auto" && v != "env")
+                throw nb::UsageError("invalid rank_source '" + v + "' (valid: auto, env; PMIx is for `numabind run --rank-source pmix`)");
+            r.rank_source = v;
+        } else if (k == "fallback") {
+            if (v != "fail" && v != "warn") throw nb::UsageError("invalid fallback '" + v + "' (valid: fail, warn)");
+            o->fallback = v;
+        } else if (k == "migrate") {
+            if (v != "0" && v != "1") throw nb::UsageError("invalid migrate '" + v + "' (valid: 0, 1)");
+            o->migrate = v == "1";
+        } else {
+            throw nb::UsageError("unknown option '" + k +
+                                 "' (valid: mode, mem, local_rank, ntasks, devices, device_match, topology, "
+                                 "allowed_cpus, rank_source, fallback, migrate)");
+        }
+        return NUMABIND_OK;
+    });
+}
+
+int numabind_bind(const numabind_options* o, numabind_result** result, char* error, size_t error_size) {
+    if (result) *result = nullptr;
+    return guarded(error, error_size, [&] {
+        const numabind_options defaults;
+        const numabind_options& opts = o ? *o : defaults;
+        // Bad values are usage errors whatever the fallback, as in `numabind run`.
+        const nb::Mode mode = nb::parse_mode(opts.request.mode);
+        (void)nb::parse_mem_policy(opts.request.mem);
+        nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
+        nlohmann::ordered_json j;
+        nb::NodePlan plan;
+        try {
+            nb::LocalRank lr = nb::resolve_local_rank(opts.request.local_rank, opts.request.ntasks,
+                                                      opts.request.rank_source, nb::getenv_lookup, nb::PmixRankSource{});
+            nb::TaskPlan task = nb::plan_this_task(opts.request, plan, nb::PmixRankSource{}, [](const std::string&) {},
+                                                   [&](const std::string& w) { warnings.push_back(w); });
+            for (const std::string& w : task.warnings) warnings.push_back(w);
+            nb::ProcessBindResult b;
+            if (mode != nb::Mode::None) {
+                b = nb::bind_process(task, opts.migrate);
+                for (const std::string& w : b.warnings) warnings.push_back(w);
+                if (!b.ok) throw nb::Error(b.error);
+            }
+            nlohmann::ordered_json env = env_json(mode, task);
+            setenv_all(env);
+            if (mode != nb::Mode::None) nb::publish_plan_marker(nb::to_string(mode), task);
+            j = {{"bound", mode != nb::Mode::None},
+                 {"error", nullptr},
+                 {"mode", nb::to_string(mode)},
+                 {"local_rank", task.local_rank},
+                 {"local_rank_source", lr.source},
+                 {"ntasks", static_cast<int>(plan.tasks.size())},
+                 {"cpus", task.cpus.ids()},
+                 {"mems", task.mems},
+                 {"mem_policy", nb::to_string(task.mem)},
+                 {"device", task.device ? nlohmann::ordered_json(task.device->index) : nlohmann::ordered_json(nullptr)},
+                 {"devices", task.devices},
+                 {"device_pci", task.device ? task.device->pci : std::string()}};
+            j.update(binding_json(b));
+            j["warnings"] = warnings;
+            j["env"] = env;
+            if (result) *result = make_result(j, b.threads, b.pages_moved);
+            return NUMABIND_OK;
+        } catch (const nb::UsageError&) {
+            throw;
+        } catch (const std::exception& e) {
+            if (opts.fallback != "warn") throw;
+            setenv("NUMABIND_MODE", "none", 1);
+            j = {{"bound", false}, {"error", e.what()}, {"mode", "none"}, {"warnings", warnings},
+                 {"env", {{"NUMABIND_MODE", "none"}}}};
+            if (result) *result = make_result(j, -1, 0);
+            return NUMABIND_OK;
+        }
+    });
+}
+
+int numabind_reapply(numabind_result** result, char* error, size_t error_size) {
+    if (result) *result = nullptr;
+    return guarded(error, error_size, [&] {
+        const char* mode = std::getenv("NUMABIND_MODE");
+        const char* cpus = std::getenv("NUMABIND_CPUS");
+        nlohmann::ordered_json j;
+        if (!mode || !*mode || std::string(mode) == "none" || !cpus || !*cpus) {
+            j = {{"checked", false}, {"reason", "no numabind binding in the environment (NUMABIND_MODE unset or none)"},
+                 {"lost", nlohmann::ordered_json::array()}, {"reapplied", false}};
+            if (result) *result = make_result(j, -1, 0);
+            return NUMABIND_OK;
+        }
+        nb::TaskPlan task;
+        task.cpus = nb::IdSet::parse(cpus);
+        const char* mems = std::getenv("NUMABIND_MEMS");
+        task.mems = int_list(mems ? mems : "", "NUMABIND_MEMS");
+        const char* mem = std::getenv("NUMABIND_MEM_POLICY");
+        task.mem = nb::parse_mem_policy(mem && *mem ? mem : "none");
+        const char* devices = std::getenv("NUMABIND_DEVICES");
+        task.devices = int_list(devices ? devices : "", "NUMABIND_DEVICES");
+
+        nb::EnvPlan plan;
+        plan.present = true;
+        plan.cpus = task.cpus;
+        plan.mems = task.mems;
+        plan.mem_policy = nb::to_string(task.mem);
+        nb::ProcessSnapshot self = nb::inspect_process(static_cast<int>(getpid()), true);
+        std::vector<std::string> lost =
+            nb::process_mismatches(self.threads, plan, {}, {}, {});  // threads' CPUs and memory policies only
+        j = {{"checked", true}, {"lost", lost}, {"reapplied", false}};
+        nb::ProcessBindResult b;
+        if (!lost.empty()) {
+            b = nb::bind_process(task, false);
+            if (!b.ok) throw nb::Error(b.error);
+            j["reapplied"] = true;
+            j.update(binding_json(b));
+            j["warnings"] = b.warnings;
+        }
+        if (result) *result = make_result(j, lost.empty() ? -1 : b.threads, 0);
+        return NUMABIND_OK;
+    });
+}
+
+const char* numabind_result_json(const numabind_result* r) { return r ? r->json.c_str() : "null"; }
+int numabind_result_threads(const numabind_result* r) { return r ? r->threads : -1; }
+long numabind_result_pages_moved(const numabind_result* r) { return r ? r->pages_moved : 0; }
+void numabind_result_free(numabind_result* r) { delete r; }
+
+int numabind_placement_json(const char* topology, const char* device_match, char** json, char* error, size_t error_size) {
+    if (json) *json = nullptr;
+    return guarded(error, error_size, [&] {
+        if (!json) throw nb::UsageError("numabind_placement_json: NULL json pointer");
+        nb::PlacementReport r = nb::current_placement_report(topology ? topology : "", device_match ? device_match : "",
+                                                             [](const std::string&) {});
+        *json = dup_string(nb::placement_to_json(r).dump(2));
+        if (!*json) throw std::bad_alloc();
+        return NUMABIND_OK;
+    });
+}
+
+int numabind_inspect_json(int pid, const char* topology, const char* device_match, char** json, char* error,
+                          size_t error_size) {
+    if (json) *json = nullptr;
+    return guarded(error, error_size, [&] {
+        if (!json) throw nb::UsageError("numabind_inspect_json: NULL json pointer");
+        nb::ProcessReport r = nb::inspect_report(pid, topology ? topology : "", device_match ? device_match : "",
+                                                 [](const std::string&) {});
+        *json = dup_string(nb::process_report_to_json(r).dump(2));
+        if (!*json) throw std::bad_alloc();
+        return NUMABIND_OK;
+    });
+}
+
+void numabind_free(void* p) { std::free(p); }
+
+}  // extern "C"

@@ -1,0 +1,112 @@
+// `numabind show`: the calling process's placement against its device.
+#include "numabind/placement_report.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "numabind/local_rank.hpp"
+#include "numabind/report.hpp"
+#include "numabind/visible.hpp"
+
+namespace numabind {
+
+PlacementReport current_placement_report(const std::string& topology, const std::string& device_match,
+                                         const Notify& note) {
+    PlacementReport r;
+    r.pid = static_cast<int>(getpid());
+    r.placement = current_placement();
+    const Placement& p = r.placement;
+    auto topo_ptr = load_topology(topology, true, note);
+    const Topology& m = topo_ptr->model();
+    auto accs = find_accelerators(m, make_matcher(device_match));
+    r.cpu_numa_nodes = m.cpu_nodes_intersecting(p.cpus);
+
+    // The process's devices: NUMABIND_DEVICES if numabind bound it, else what the
+    // ownership rule (assign_devices) gives its local rank among the visible devices.
+    std::vector<int>& owned = r.devices;
+    if (auto d = getenv_lookup("NUMABIND_DEVICES"); d && !d->empty()) {
+        owned = parse_device_list(*d, static_cast<int>(accs.size()), "NUMABIND_DEVICES");
+        r.device_source = "NUMABIND_DEVICES";
+    } else if (auto d1 = getenv_lookup("NUMABIND_DEVICE"); d1 && !d1->empty()) {
+        owned = parse_device_list(*d1, static_cast<int>(accs.size()), "NUMABIND_DEVICE");
+        r.device_source = "NUMABIND_DEVICE";
+    }
+    if (owned.empty() && !accs.empty()) {
+        VisibleDevices vis = visible_from_env(accs, getenv_lookup, nvml_uuid_resolver());
+        std::vector<int> visible = vis.restricted ? vis.indexes : std::vector<int>{};
+        if (!vis.restricted)
+            for (const auto& a : accs) visible.push_back(a.index);
+        LocalRank lr{0, 0, "default", ""};
+        if (auto found = local_rank_from_env(getenv_lookup)) lr = *found;
+        if (!visible.empty()) {
+            // Without the local task count, rank r uses device r mod n.
+            if (lr.size > lr.rank) owned = assign_devices(lr.size, visible, {})[lr.rank];
+            else owned = {visible[lr.rank % visible.size()]};
+            r.device_source = (vis.restricted ? vis.source : std::string("all accelerators")) + ", local rank " +
+                              std::to_string(lr.rank) + " (" + lr.source + ")" +
+                              (lr.size > 0 ? " of " + std::to_string(lr.size) + " (" + lr.size_source + ")" : "");
+        }
+    }
+    for (int d : owned) r.device_nodes.insert(r.device_nodes.end(), accs[d].home_nodes.begin(), accs[d].home_nodes.end());
+    std::sort(r.device_nodes.begin(), r.device_nodes.end());
+    r.device_nodes.erase(std::unique(r.device_nodes.begin(), r.device_nodes.end()), r.device_nodes.end());
+    auto off_home = [&](int n) { return std::find(r.device_nodes.begin(), r.device_nodes.end(), n) == r.device_nodes.end(); };
+    const std::string devices_text = join(owned);
+    if (!owned.empty()) {
+        for (int n : r.cpu_numa_nodes) {
+            if (off_home(n)) {
+                r.warnings.push_back("CPUs " + p.cpus.to_string() + " include NUMA node " + std::to_string(n) +
+                                     " but device(s) " + devices_text + " are on node(s) " + join(r.device_nodes));
+                break;
+            }
+        }
+        if (p.mem_policy != "default" && p.mem_policy != "local") {
+            for (int n : p.mem_nodes.ids()) {
+                if (off_home(n)) {
+                    r.warnings.push_back("memory policy " + p.mem_policy + " uses node " + std::to_string(n) +
+                                         " but device(s) " + devices_text + " are on node(s) " + join(r.device_nodes));
+                    break;
+                }
+            }
+        }
+        r.device = accs[owned.front()];
+    } else {
+        r.warnings.push_back(accs.empty() ? "no accelerator found on this node" : "no device for this process");
+    }
+    return r;
+}
+
+nlohmann::ordered_json placement_to_json(const PlacementReport& r) {
+    nlohmann::ordered_json dev = nullptr;
+    if (r.device)
+        dev = nlohmann::ordered_json{{"index", r.device->index}, {"pci", r.device->pci},
+                                     {"numa_nodes", r.device->home_nodes}, {"source", r.device_source}};
+    return nlohmann::ordered_json{{"pid", r.pid},
+                                  {"cpus", r.placement.cpus.ids()},
+                                  {"cpu_numa_nodes", r.cpu_numa_nodes},
+                                  {"mem_policy", r.placement.mem_policy},
+                                  {"mem_nodes", r.placement.mem_nodes.ids()},
+                                  {"device", dev},
+                                  {"devices", r.devices},
+                                  {"warnings", r.warnings}};
+}
+
+std::string placement_to_text(const PlacementReport& r) {
+    const Placement& p = r.placement;
+    std::ostringstream out;
+    out << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << join(r.cpu_numa_nodes) << ")\n";
+    out << "memory:     " << p.mem_policy
+        << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
+    if (r.device)
+        out << (r.devices.size() > 1 ? "devices:    " + join(r.devices) + ", first " : std::string("device:     "))
+            << r.device->index << " (" << r.device->pci << ") on NUMA node(s) " << join(r.device_nodes) << " ["
+            << r.device_source << "]\n";
+    else
+        out << "device:     none\n";
+    for (const std::string& w : r.warnings) out << "warning: " << w << "\n";
+    return out.str();
+}
+
+}  // namespace numabind

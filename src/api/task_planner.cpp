@@ -1,0 +1,91 @@
+// Adapter shared by `numabind run` and the C API: topology, rank, visible devices, plan.
+#include "numabind/task_planner.hpp"
+
+#include <cstdlib>
+
+#include "numabind/error.hpp"
+#include "numabind/report.hpp"
+#include "numabind/visible.hpp"
+
+namespace numabind {
+
+std::optional<std::string> getenv_lookup(const std::string& name) {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+}
+
+DeviceMatcher make_matcher(const std::string& spec) {
+    return spec.empty() ? DeviceMatcher::builtin() : DeviceMatcher::parse(spec);
+}
+
+std::optional<TopologyCacheOptions> cache_options() {
+    TopologyCacheOptions c;
+    if (auto v = getenv_lookup("NUMABIND_TOPOLOGY_CACHE"); v && !v->empty()) {
+        if (*v == "off") return std::nullopt;
+        c.dir = *v;
+    }
+    return c;
+}
+
+std::unique_ptr<HwlocTopology> load_topology(const std::string& topology, bool xml_is_this_system,
+                                             const Notify& note) {
+    if (!topology.empty()) return std::make_unique<HwlocTopology>(LoadOptions{topology, xml_is_this_system});
+    auto c = cache_options();
+    if (!c) return std::make_unique<HwlocTopology>(LoadOptions{});
+    c->write = false;
+    CacheOutcome out;
+    auto topo = load_this_machine(*c, &out);
+    note(std::string("topology cache ") + to_string(out.result) + (out.path.empty() ? "" : " (" + out.path + ")") +
+         (out.detail.empty() ? "" : ": " + out.detail));
+    return topo;
+}
+
+TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRankSource& pmix,
+                        const Notify& note, const Notify& warn) {
+    const Mode mode = parse_mode(o.mode);
+    const MemPolicy mem = parse_mem_policy(o.mem);
+    auto topo_ptr = load_topology(o.topology, true, note);
+    const HwlocTopology& topo = *topo_ptr;
+    note("topology: " + topo.source());
+    auto accs = find_accelerators(topo.model(), make_matcher(o.device_match));
+
+    LocalRank lr = resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_lookup, pmix);
+    note("local rank " + std::to_string(lr.rank) + " from " + lr.source + ", local tasks " +
+         (lr.size ? std::to_string(lr.size) + " from " + lr.size_source : std::string("unknown")));
+    if (lr.size == 0) {
+        if (mode == Mode::Exclusive || mode == Mode::CoreComplex) {
+            throw UsageError("the local task count is unknown and mode " + to_string(mode) +
+                             " splits CPUs among tasks; pass --ntasks");
+        }
+        lr.size = lr.rank + 1;
+    }
+
+    PlanRequest req;
+    req.mode = mode;
+    req.mem = mem;
+    req.ntasks = lr.size;
+    if (!o.devices.empty()) {
+        req.visible_devices = parse_device_list(o.devices, static_cast<int>(accs.size()));
+        note("devices from --devices: " + o.devices);
+    } else {
+        VisibleDevices vis = visible_from_env(accs, getenv_lookup, nvml_uuid_resolver());
+        for (const std::string& w : vis.warnings) warn(w);
+        if (vis.restricted) {
+            req.visible_devices = vis.indexes;
+            note("devices from " + vis.source + ": " + join(vis.indexes));
+            if (vis.indexes.empty() && mode != Mode::None)
+                throw Error(vis.source + " makes no device visible; nothing to bind to");
+        } else {
+            note("devices: all " + std::to_string(accs.size()) + " accelerator(s)");
+        }
+    }
+    HwlocTopology::Allowed allowed = topo.allowed();
+    req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : IdSet::parse(o.allowed_cpus);
+    req.allowed_mems = std::move(allowed.mems);
+    note("allowed CPUs " + req.allowed_cpus.to_string());
+    plan_out = plan_node(topo.model(), accs, req);
+    return plan_out.tasks.at(lr.rank);
+}
+
+}  // namespace numabind
