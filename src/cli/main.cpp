@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -129,6 +130,7 @@ std::optional<nb::TopologyCacheOptions> cache_options() {
 // --topology XML, else this machine: from the per-boot cache when valid (read only;
 // `topo --export-cache` or the SPANK plugin writes it), else discovered live.
 std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
+    nb::ScopedQuietHwlocPlugins quiet;  // single-threaded here: no dlopen of hwloc's GL/OpenCL plugins
     if (!o.topology.empty()) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{o.topology, xml_is_this_system});
     auto c = cache_options();
     if (!c) return std::make_unique<nb::HwlocTopology>(nb::LoadOptions{});
@@ -420,6 +422,20 @@ int main(int argc, char** argv) {
                    "discover this machine and write the per-boot topology cache (root; directory "
                    "$NUMABIND_TOPOLOGY_CACHE or /run/numabind); prints its path");
     add_topology(topo);
+
+    // CLI11 says only "A subcommand is required" for an unknown verb: name it and the valid ones.
+    std::string valid;
+    bool known = false;
+    const auto verb = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    for (const CLI::App* c : app.get_subcommands({})) {
+        valid += (valid.empty() ? "" : ", ") + c->get_name();
+        known = known || (verb != args.end() && c->check_name(*verb));
+    }
+    if (args.empty() || (verb != args.end() && !known)) {
+        std::cerr << "numabind: " << (args.empty() ? std::string("no command given") : "unknown command '" + *verb + "'")
+                  << " (valid: " << valid << ")\n";
+        return kExitUsage;
+    }
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());
