@@ -4,6 +4,7 @@
 #   FUZZ_SECONDS     seconds per harness (default $FUZZ_DEFAULT_SECONDS, else 60; the `fuzz` target: 240)
 #   FUZZ_JOBS        parallel fuzzing processes per harness (-fork=N; default 1)
 #   FUZZ_ARGS        extra libFuzzer arguments
+#   FUZZ_TIMEOUT     seconds of one input that count as a hang (default 60)
 #   FUZZ_MIN_TOTAL   executions the whole run should reach (the `fuzz` target: 10^7); said when missed
 # Seeds come from fuzz/corpus/<harness>/ (read only); new inputs go to
 # $FUZZ_BUILD_DIR/fuzz-corpus/<harness>/, crashes to $FUZZ_BUILD_DIR/fuzz-artifacts/.
@@ -46,9 +47,11 @@ for h in "${harnesses[@]}"; do
   asan=$ASAN_OPTIONS
   [ "$h" = fuzz_topology_xml ] && { leaks=(-detect_leaks=0); asan=${asan//detect_leaks=1/detect_leaks=0}; }
   log=$build/fuzz-logs/$h.log
-  # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a runaway allocation.
+  # -timeout: one input taking over FUZZ_TIMEOUT s (60) is a hang (wall clock: 10 s gave false
+  # hangs at load average 12-29 under nice 19; the slowest inputs take ~1.5 s of CPU);
+  # -rss_limit_mb: a runaway allocation.
   # shellcheck disable=SC2086
-  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
+  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
          -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" "${leaks[@]}" \
          ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" >"$log" 2>&1
   rc=$?
