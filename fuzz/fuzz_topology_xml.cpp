@@ -5,6 +5,7 @@
 #include <string>
 
 #include "fuzz_support.hpp"
+#include "hwloc_known_crashes.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/plan.hpp"
@@ -24,22 +25,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     return 0;
 }
 
-// hwloc 2.9.0 (Debian 12) dereferences NULL in hwloc_topology_load() when an object has
-// a cpuset (nodeset) but no complete_cpuset (complete_nodeset): `lstopo --input` crashes
-// the same way (fuzz/known-hwloc-crashes/). Such inputs are skipped so that the fuzzer
-// keeps exploring numabind's own code; topology XML is admin-only input (SECURITY.md).
-static bool hits_known_hwloc_crash(const std::string& xml) {
-    for (size_t pos = xml.find("<object"); pos != std::string::npos; pos = xml.find("<object", pos + 1)) {
-        const std::string tag = xml.substr(pos, xml.find('>', pos) - pos);
-        if (tag.find(" cpuset=") != std::string::npos && tag.find("complete_cpuset=") == std::string::npos) return true;
-        if (tag.find(" nodeset=") != std::string::npos && tag.find("complete_nodeset=") == std::string::npos) return true;
-    }
-    return false;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string xml = nbfuzz::as_string(data, size);
-    if (hits_known_hwloc_crash(xml)) return -1;  // -1: not added to the corpus
+    if (nbfuzz::hits_known_hwloc_crash(xml)) return -1;  // -1: not added to the corpus
     std::unique_ptr<HwlocTopology> topo;
     try {
         topo = std::make_unique<HwlocTopology>(LoadOptions::from_buffer(xml, false));

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # fuzz/run.sh [HARNESS...] — run libFuzzer harnesses for $FUZZ_SECONDS (default 60) each.
 #   FUZZ_BUILD_DIR   build directory with the harnesses (default: build-fuzz)
-#   FUZZ_SECONDS     seconds per harness (default 60)
+#   FUZZ_SECONDS     seconds per harness (default $FUZZ_DEFAULT_SECONDS, else 60; the `fuzz` target: 240)
 #   FUZZ_JOBS        parallel fuzzing processes per harness (-fork=N; default 1)
 #   FUZZ_ARGS        extra libFuzzer arguments
+#   FUZZ_TIMEOUT     seconds of one input that count as a hang (default 60)
+#   FUZZ_MIN_TOTAL   executions the whole run should reach (the `fuzz` target: 10^7); said when missed
 # Seeds come from fuzz/corpus/<harness>/ (read only); new inputs go to
 # $FUZZ_BUILD_DIR/fuzz-corpus/<harness>/, crashes to $FUZZ_BUILD_DIR/fuzz-artifacts/.
 # Prints one summary line per harness (executions, exec/s, corpus size) and exits 1 if
@@ -12,7 +14,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
-secs=${FUZZ_SECONDS:-60}
+secs=${FUZZ_SECONDS:-${FUZZ_DEFAULT_SECONDS:-60}}
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_options fuzz_idset fuzz_device_match fuzz_visible fuzz_local_rank fuzz_topology_xml)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
@@ -30,6 +32,7 @@ hwloc_internal_crash() {
          print; exit }' "$1" | grep -q 'numabind::HwlocTopology::HwlocTopology'
 }
 failed=0
+total_execs=0
 for h in "${harnesses[@]}"; do
   bin=$build/fuzz/$h
   [ -x "$bin" ] || { echo "fuzz: $h: not built ($bin)"; failed=1; continue; }
@@ -44,15 +47,18 @@ for h in "${harnesses[@]}"; do
   asan=$ASAN_OPTIONS
   [ "$h" = fuzz_topology_xml ] && { leaks=(-detect_leaks=0); asan=${asan//detect_leaks=1/detect_leaks=0}; }
   log=$build/fuzz-logs/$h.log
-  # -timeout: one input taking over 10 s is a hang; -rss_limit_mb: a runaway allocation.
+  # -timeout: one input taking over FUZZ_TIMEOUT s (60) is a hang (wall clock: 10 s gave false
+  # hangs at load average 12-29 under nice 19; the slowest inputs take ~1.5 s of CPU);
+  # -rss_limit_mb: a runaway allocation.
   # shellcheck disable=SC2086
-  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
+  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
          -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" "${leaks[@]}" \
          ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" >"$log" 2>&1
   rc=$?
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
   speed=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log" | tail -1)
   units=$(find "$work" -type f | wc -l)
+  total_execs=$((total_execs + ${execs:-0}))
   # A crash inside hwloc_topology_load() itself (hwloc 2.9 dereferences NULL on some malformed
   # XML, fuzz/known-hwloc-crashes/) is hwloc's defect on admin-only input, not numabind's:
   # reported and kept, but it does not fail the run. Anything with a numabind frame above
@@ -71,4 +77,8 @@ for h in "${harnesses[@]}"; do
     echo "fuzz: $h: ok, ${execs:-?} executions in ${secs} s (${speed:-?}/s), corpus $units new unit(s)"
   fi
 done
+echo "fuzz: total ${total_execs} executions (${#harnesses[@]} harness(es), ${secs} s each)"
+if [ -n "${FUZZ_MIN_TOTAL:-}" ] && [ "$total_execs" -lt "$FUZZ_MIN_TOTAL" ]; then
+  echo "fuzz: below the ${FUZZ_MIN_TOTAL} executions this run is meant to reach (slow or busy machine?): raise FUZZ_SECONDS"
+fi
 exit $failed

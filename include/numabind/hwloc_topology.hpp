@@ -26,12 +26,16 @@ struct LoadOptions {
 };
 
 // hwloc dlopens all its plugins at a process's first topology (and again whenever none
-// is alive): GL/X11 and OpenCL cost milliseconds and are never needed here. While alive,
-// sets HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl unless it is already set (a site's
-// choice wins) and restores it on destruction. The libxml2 importer is kept on purpose:
-// hwloc 2.9's built-in one crashes on some malformed files (fuzz/known-hwloc-crashes/)
-// and is no faster. setenv(3) is not thread-safe: use it where no other thread reads the
-// environment (the CLI, slurmstepd's SPANK callbacks). HwlocTopology uses it itself.
+// is alive); GL/X11 and OpenCL cost milliseconds and are never needed here.
+// HwlocTopology itself keeps their discovery off per topology
+// (hwloc_topology_set_components: thread-safe, no environment), but only the environment
+// variable HWLOC_PLUGINS_BLACKLIST, read when hwloc loads its plugins, avoids the dlopen
+// itself. This guard sets HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl while alive unless
+// it is already set (a site's choice wins) and unsets it on destruction. setenv(3) is not
+// thread-safe: only single-threaded programs may use it (the CLI does, around its one
+// load); never in slurmstepd, which runs other threads. The libxml2 importer is kept on
+// purpose: hwloc 2.9's built-in one crashes on some malformed files
+// (fuzz/known-hwloc-crashes/) and is no faster.
 class ScopedQuietHwlocPlugins {
 public:
     static constexpr const char* kVariable = "HWLOC_PLUGINS_BLACKLIST";

@@ -8,10 +8,19 @@
 // The key (also stored on the XML's root object as info "NumabindCacheKey" and checked
 // after loading) holds: a format tag, hwloc's version (header and runtime API), the boot id
 // (/proc/sys/kernel/random/boot_id), the possible and online CPU lists, and the PCI
-// device list (/sys/bus/pci/devices). Only euid 0 writes it (atomically: temporary file +
+// device list (/sys/bus/pci/devices), and the hwloc variables of the environment that are
+// fully described by their value (HWLOC_PLUGINS_BLACKLIST, HWLOC_ALLOW, *_VERBOSE...: see
+// keyable_hwloc_variable). Any other HWLOC_* variable present, even empty (HWLOC_XMLFILE,
+// HWLOC_FSROOT, HWLOC_PCI_LOCALITY, whose value may name a file the key cannot see, and any
+// unknown one) bypasses the cache: live discovery, nothing read or written. Only euid 0 writes it (atomically: temporary file +
 // rename); readers trust it only when the directory and the file are owned by root and
-// not writable by group or others, and the file is a regular file (opened O_NOFOLLOW).
-// Any problem with the cache falls back to live discovery; it is never an error.
+// not writable by group or others, and the file is a regular file (opened
+// O_NONBLOCK|O_NOFOLLOW, checked with fstat: a FIFO or a symlink there is ignored, never
+// waited on). A writer removes its directory's `.topology-XXXXXX` temporaries older than
+// 60 s (left by a writer killed between mkstemp and rename).
+// Any problem with the cache falls back to live discovery; it is never an error. A lasting
+// one (bypassed, or root could not read or write it) sets CacheOutcome::should_report once
+// per boot (marker file <dir>.reported holding the boot id), for the caller to log.
 #pragma once
 
 #include <memory>
@@ -24,6 +33,7 @@ namespace numabind {
 struct TopologyCacheOptions {
     std::string dir = "/run/numabind";
     bool write = true;          // after a live discovery, write the cache when running as root
+    std::string report_marker;  // "": dir + ".reported" (e.g. /run/numabind.reported)
 };
 
 enum class CacheResult {
@@ -38,12 +48,18 @@ struct CacheOutcome {
     CacheResult result = CacheResult::Miss;
     std::string path;    // the cache file looked up / written
     std::string detail;  // one line: why the cache was not used or not written; empty on a hit
+    // True when detail is a lasting problem (Disabled, or a Miss of a root writer) that has
+    // not been said yet this boot: log detail once, in slurmd's log. Never for non-root.
+    bool should_report = false;
 };
 
 // The key of this boot and machine (cheap: a few small /proc and /sys reads).
 std::string topology_cache_key();
 // The cache file for `key` inside options.dir.
 std::string topology_cache_path(const TopologyCacheOptions& options, const std::string& key);
+
+// The marker file that records "reported this boot" (see TopologyCacheOptions).
+std::string topology_cache_report_marker(const TopologyCacheOptions& options);
 
 // This machine's topology (as LoadOptions{"", true} would load it): from a valid, trusted
 // cache file, else live; after a live load, writes the cache when euid is 0 and
@@ -52,7 +68,8 @@ std::unique_ptr<HwlocTopology> load_this_machine(const TopologyCacheOptions& opt
                                                  CacheOutcome* outcome = nullptr);
 
 // Discovers this machine live and writes its cache (euid 0 only; creates options.dir
-// 0755 if missing, replaces stale topology-*.xml files). Returns the path; throws Error.
+// 0755 if missing, replaces stale topology-*.xml files). Returns the path; throws Error,
+// also when an HWLOC_* variable that bypasses the cache is set.
 std::string write_topology_cache(const TopologyCacheOptions& options = {});
 
 }  // namespace numabind

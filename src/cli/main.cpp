@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +113,7 @@ void note(const Options& o, const std::string& msg) {
 }
 
 std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
+    nb::ScopedQuietHwlocPlugins quiet;  // single-threaded here: no dlopen of hwloc's GL/OpenCL plugins
     return nb::load_topology(o.topology, xml_is_this_system, [&](const std::string& m) { note(o, m); });
 }
 
@@ -304,6 +306,20 @@ int main(int argc, char** argv) {
                    "discover this machine and write the per-boot topology cache (root; directory "
                    "$NUMABIND_TOPOLOGY_CACHE or /run/numabind); prints its path");
     add_topology(topo);
+
+    // CLI11 says only "A subcommand is required" for an unknown verb: name it and the valid ones.
+    std::string valid;
+    bool known = false;
+    const auto verb = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.empty() || a[0] != '-'; });
+    for (const CLI::App* c : app.get_subcommands({})) {
+        valid += (valid.empty() ? "" : ", ") + c->get_name();
+        known = known || (verb != args.end() && c->check_name(*verb));
+    }
+    if (args.empty() || (verb != args.end() && !known)) {
+        std::cerr << "numabind: " << (args.empty() ? std::string("no command given") : "unknown command '" + *verb + "'")
+                  << " (valid: " << valid << ")\n";
+        return kExitUsage;
+    }
 
     try {
         std::vector<std::string> reversed(args.rbegin(), args.rend());

@@ -22,6 +22,10 @@ struct HwlocTopology::Impl {
 
 namespace {
 
+constexpr const char* kQuietComponents[] = {"gl", "opencl"};
+// CPU and node numbers above IdSet's range (far above any kernel's NR_CPUS) are refused.
+constexpr int kMaxOsIndex = IdSet::kMaxId;
+
 IdSet to_idset(hwloc_const_bitmap_t bitmap) {
     IdSet out;
     if (!bitmap || hwloc_bitmap_weight(bitmap) < 0) return out;
@@ -146,6 +150,26 @@ void build_model(hwloc_topology_t t, Topology& m) {
     }
 }
 
+// Every PU and NUMA node needs its OS index (the CPU and node numbers the kernel uses):
+// hwloc accepts an XML object without one (HWLOC_UNKNOWN_INDEX), but nothing can be bound
+// to it, and the planner would silently lose it.
+void check_os_indexes(hwloc_topology_t t, const std::string& source) {
+    for (hwloc_obj_type_t type : {HWLOC_OBJ_PU, HWLOC_OBJ_NUMANODE}) {
+        const int n = hwloc_get_nbobjs_by_type(t, type);
+        for (int i = 0; i < n; ++i) {
+            hwloc_obj_t obj = hwloc_get_obj_by_type(t, type, static_cast<unsigned>(i));
+            const char* what = type == HWLOC_OBJ_PU ? "PU" : "NUMANode";
+            if (obj->os_index == HWLOC_UNKNOWN_INDEX)
+                throw Error("topology " + source + ": " + what + " L#" + std::to_string(i) +
+                            " has no os_index (the OS's " + (type == HWLOC_OBJ_PU ? "CPU" : "node") +
+                            " number); every " + what + " object of the XML needs one");
+            if (obj->os_index > static_cast<unsigned>(kMaxOsIndex))
+                throw Error("topology " + source + ": " + what + " L#" + std::to_string(i) + " has os_index " +
+                            std::to_string(obj->os_index) + " (valid: 0-" + std::to_string(kMaxOsIndex) + ")");
+        }
+    }
+}
+
 }  // namespace
 
 ScopedQuietHwlocPlugins::ScopedQuietHwlocPlugins() {
@@ -157,9 +181,14 @@ ScopedQuietHwlocPlugins::~ScopedQuietHwlocPlugins() {
 }
 
 HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_unique<Impl>()) {
-    ScopedQuietHwlocPlugins quiet;
     hwloc_topology_t& t = impl_->topo;
     if (hwloc_topology_init(&t) != 0) throw Error("hwloc: cannot initialise a topology");
+    // GL (X displays) and OpenCL discovery are never needed here and cost milliseconds on a
+    // live discovery. Per topology, not through the process environment: slurmstepd runs
+    // other threads (setenv is not thread-safe). Fails only where the component is not
+    // installed, which is what we want anyway.
+    for (const char* component : kQuietComponents)
+        (void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
     // PCI devices are filtered out by default, from the live machine and from XML alike.
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     unsigned long flags = HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED;
@@ -194,6 +223,7 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
     }
     if (hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU) <= 0)
         throw Error("topology " + source_ + " has no processing units");
+    check_os_indexes(t, source_);
     build_model(t, model_);
 }
 

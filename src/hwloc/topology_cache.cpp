@@ -14,9 +14,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "numabind/error.hpp"
+
+extern char** environ;
 
 namespace numabind {
 
@@ -52,13 +55,66 @@ std::string hex64(uint64_t v) {
     return buf;
 }
 
-// Variables that change what live discovery returns; with any set, the cache is bypassed.
-const char* override_variable() {
-    for (const char* v : {"HWLOC_XMLFILE", "HWLOC_FSROOT", "HWLOC_SYNTHETIC", "HWLOC_CPUID_PATH", "HWLOC_COMPONENTS"}) {
-        const char* val = std::getenv(v);
-        if (val && *val) return v;
+// hwloc's environment variables (HWLOC_*), split by what they do to a live discovery:
+// - known to be fully described by their value (plugin lists, allow modes, verbosity):
+//   they enter the cache key as NAME=value, so a changed value means a new discovery;
+// - all others, HWLOC_XMLFILE, HWLOC_FSROOT, HWLOC_PCI_LOCALITY (whose value may be a
+//   file, whose content the key cannot see) and any this list does not know: the cache
+//   is bypassed while one is set, even empty.
+bool keyable_hwloc_variable(std::string_view name) {
+    static constexpr std::string_view kValueOnly[] = {
+        "HWLOC_PLUGINS_BLACKLIST", "HWLOC_ALLOW", "HWLOC_THISSYSTEM", "HWLOC_HIDE_ERRORS",
+        "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "HWLOC_LIBXML_IMPORT", "HWLOC_LIBXML_EXPORT"};
+    for (std::string_view v : kValueOnly)
+        if (name == v) return true;
+    constexpr std::string_view verbose = "_VERBOSE";  // messages only
+    return name.size() > verbose.size() && name.substr(name.size() - verbose.size()) == verbose;
+}
+
+// The plugins HWLOC_PLUGINS_BLACKLIST removes, sorted, without GL and OpenCL, whose
+// discovery HwlocTopology turns off anyway (the CLI sets exactly those two around its
+// load, ScopedQuietHwlocPlugins: it must find the cache that slurmstepd wrote without).
+std::string blacklist_for_key(std::string_view value) {
+    std::vector<std::string> plugins;
+    size_t start = 0;
+    while (start <= value.size()) {
+        size_t end = value.find(',', start);
+        if (end == std::string_view::npos) end = value.size();
+        std::string_view p = value.substr(start, end - start);
+        if (!p.empty() && p != "hwloc_gl" && p != "hwloc_opencl") plugins.emplace_back(p);
+        start = end + 1;
     }
-    return nullptr;
+    std::sort(plugins.begin(), plugins.end());
+    plugins.erase(std::unique(plugins.begin(), plugins.end()), plugins.end());
+    std::string out;
+    for (const std::string& p : plugins) out += (out.empty() ? "" : ",") + p;
+    return out;
+}
+
+struct HwlocEnvironment {
+    std::string bypass;  // the first variable that bypasses the cache; empty if none
+    std::string key;     // "NAME=value;" of the keyable ones, sorted
+};
+
+HwlocEnvironment hwloc_environment() {
+    HwlocEnvironment env;
+    std::vector<std::string> keyed;
+    for (char** e = environ; e && *e; ++e) {
+        std::string_view entry(*e);
+        if (entry.rfind("HWLOC_", 0) != 0) continue;
+        const std::string_view name = entry.substr(0, entry.find('='));
+        if (name == "HWLOC_PLUGINS_BLACKLIST") {
+            if (std::string plugins = blacklist_for_key(entry.substr(name.size() + 1)); !plugins.empty())
+                keyed.push_back(std::string(name) + "=" + plugins);
+        } else if (keyable_hwloc_variable(name)) {
+            keyed.emplace_back(entry);
+        } else if (env.bypass.empty() || name < env.bypass) {
+            env.bypass = std::string(name);  // the same name whatever environ's order
+        }
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (const std::string& k : keyed) env.key += k + ";";
+    return env;
 }
 
 // A directory or file only root can have written: owned by uid 0, no group/other write bit.
@@ -79,7 +135,9 @@ std::string read_trusted(const TopologyCacheOptions& o, const std::string& path,
         why = "cache directory '" + o.dir + "' is not a root-owned directory closed to group/other writes; ignored";
         return {};
     }
-    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO (or device) put there must not block the step in open(); only a
+    // regular file is then accepted, from fstat on what was opened (no check-then-open race).
+    int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         why = sys_error("no cache file", path);
         return {};
@@ -104,6 +162,26 @@ std::string read_trusted(const TopologyCacheOptions& o, const std::string& path,
     return xml;
 }
 
+// A writer killed between mkstemp and rename leaves its temporary file behind. One older
+// than kStaleTempSeconds is no writer's any more (a write takes milliseconds): remove it.
+constexpr const char* kTempPrefix = ".topology-";
+constexpr time_t kStaleTempSeconds = 60;
+
+void remove_stale_temporaries(const std::string& dir) {
+    DIR* d = opendir(dir.c_str());
+    if (!d) return;
+    const time_t now = time(nullptr);
+    const std::string prefix = kTempPrefix;
+    while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (now - st.st_mtime > kStaleTempSeconds) unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
 void prepare_dir(const TopologyCacheOptions& o) {
     if (mkdir(o.dir.c_str(), 0755) == 0) {
         if (chmod(o.dir.c_str(), 0755) != 0) throw Error(sys_error("cannot chmod cache directory", o.dir));
@@ -121,7 +199,8 @@ std::string write_from(const HwlocTopology& live, const TopologyCacheOptions& o,
     prepare_dir(o);
     const std::string path = topology_cache_path(o, key);
     const std::string xml = live.export_xml({{kInfoName, key}});
-    std::string tmp = o.dir + "/.topology-XXXXXX";
+    remove_stale_temporaries(o.dir);
+    std::string tmp = o.dir + "/" + kTempPrefix + "XXXXXX";
     int fd = mkstemp(&tmp[0]);
     if (fd < 0) throw Error(sys_error("cannot create a temporary file in", o.dir));
     bool ok = fchmod(fd, 0644) == 0;
@@ -179,21 +258,87 @@ std::string topology_cache_key() {
            "; boot " + read_small("/proc/sys/kernel/random/boot_id") +
            "; cpus possible " + read_small("/sys/devices/system/cpu/possible") +
            " online " + read_small("/sys/devices/system/cpu/online") +
-           "; pci " + std::to_string(pci.size()) + " " + hex64(fnv1a(pci_list));
+           "; pci " + std::to_string(pci.size()) + " " + hex64(fnv1a(pci_list)) +
+           "; env " + hwloc_environment().key;
 }
 
 std::string topology_cache_path(const TopologyCacheOptions& options, const std::string& key) {
     return options.dir + "/topology-" + hex64(fnv1a(key)) + ".xml";
 }
 
+std::string topology_cache_report_marker(const TopologyCacheOptions& options) {
+    return options.report_marker.empty() ? options.dir + ".reported" : options.report_marker;
+}
+
+namespace {
+
+// True the first time this boot a caller asks (and for every caller when that cannot be
+// recorded: better said every step than never). The marker holds the boot id; it is
+// created with O_EXCL, so of concurrent first steps only one says it.
+bool first_report_this_boot(const std::string& marker, std::string& note) {
+    const std::string boot = read_small("/proc/sys/kernel/random/boot_id");
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        int fd = open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            const bool ok = write(fd, boot.data(), boot.size()) == static_cast<ssize_t>(boot.size());
+            if (close(fd) != 0 || !ok) note = sys_error("cannot record this report in", marker);
+            return true;
+        }
+        if (errno != EEXIST) {
+            note = sys_error("cannot record this report in", marker);
+            return true;
+        }
+        std::string seen;
+        fd = open(marker.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && trusted(st) && st.st_size < 256) {
+            char buf[256];
+            const ssize_t n = read(fd, buf, sizeof buf);
+            if (n > 0) seen.assign(buf, static_cast<size_t>(n));
+        }
+        if (fd >= 0) close(fd);
+        if (!seen.empty() && seen == boot) return false;  // said already this boot
+        if (unlink(marker.c_str()) != 0 && errno != ENOENT) {  // a previous boot's, or not ours
+            note = sys_error("cannot record this report in", marker);
+            return true;
+        }
+    }
+    return true;
+}
+
+// Whether `out` is a lasting problem an administrator should hear of: the cache bypassed,
+// or a writer (root, write=true) that could not use or write it.
+bool worth_reporting(const CacheOutcome& out, const TopologyCacheOptions& options) {
+    if (geteuid() != 0) return false;  // only a writer can fix it, and only root records it
+    return out.result == CacheResult::Disabled || (out.result == CacheResult::Miss && options.write);
+}
+
+void decide_report(CacheOutcome& out, const TopologyCacheOptions& options) {
+    out.should_report = false;
+    if (!worth_reporting(out, options)) return;
+    std::string note;
+    out.should_report = first_report_this_boot(topology_cache_report_marker(options), note);
+    if (out.should_report)
+        out.detail += (out.detail.empty() ? "" : "; ") +
+                      (note.empty() ? std::string("said once per boot") : note + ", so said on every step");
+}
+
+std::unique_ptr<HwlocTopology> load_uncached(CacheOutcome& out, const TopologyCacheOptions& options) {
+    auto live = std::make_unique<HwlocTopology>(LoadOptions{});
+    decide_report(out, options);
+    return live;
+}
+
+}  // namespace
+
 std::unique_ptr<HwlocTopology> load_this_machine(const TopologyCacheOptions& options, CacheOutcome* outcome) {
     CacheOutcome local;
     CacheOutcome& out = outcome ? *outcome : local;
     out = CacheOutcome{};
-    if (const char* var = override_variable()) {
+    if (const std::string var = hwloc_environment().bypass; !var.empty()) {
         out.result = CacheResult::Disabled;
-        out.detail = std::string(var) + " is set; topology cache bypassed";
-        return std::make_unique<HwlocTopology>(LoadOptions{});
+        out.detail = var + " is set; topology cache bypassed (live discovery on every step)";
+        return load_uncached(out, options);
     }
     const std::string key = topology_cache_key();
     out.path = topology_cache_path(options, key);
@@ -222,11 +367,15 @@ std::unique_ptr<HwlocTopology> load_this_machine(const TopologyCacheOptions& opt
             out.detail += (out.detail.empty() ? "" : "; ") + std::string(e.what());
         }
     }
+    decide_report(out, options);
     return live;
 }
 
 std::string write_topology_cache(const TopologyCacheOptions& options) {
     if (geteuid() != 0) throw Error("only root writes the topology cache");
+    // Under such a variable live discovery is not this machine as every step sees it.
+    if (const std::string var = hwloc_environment().bypass; !var.empty())
+        throw Error(var + " is set: not writing the topology cache (unset it, or leave the cache unused)");
     const std::string key = topology_cache_key();
     HwlocTopology live(LoadOptions{});
     return write_from(live, options, key);

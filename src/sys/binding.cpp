@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace numabind {
@@ -51,23 +52,46 @@ std::string policy_name(int mode) {
     }
 }
 
-bool read_affinity(IdSet& out) {
-    // Size the mask for machines with many CPUs.
-    for (int ncpus = 1024; ncpus <= (1 << 18); ncpus *= 4) {
-        cpu_set_t* set = CPU_ALLOC(ncpus);
-        size_t size = CPU_ALLOC_SIZE(ncpus);
-        CPU_ZERO_S(size, set);
-        if (sched_getaffinity(0, size, set) == 0) {
-            out = IdSet();
-            for (int c = 0; c < ncpus; ++c)
-                if (CPU_ISSET_S(c, size, set)) out.insert(c);
-            CPU_FREE(set);
-            return true;
-        }
-        CPU_FREE(set);
-        if (errno != EINVAL) return false;
+// A CPU mask from CPU_ALLOC (malloc), freed with CPU_FREE.
+struct CpuSetFree {
+    void operator()(cpu_set_t* set) const { CPU_FREE(set); }
+};
+using CpuSetPtr = std::unique_ptr<cpu_set_t, CpuSetFree>;
+
+// A zeroed mask for `ncpus` CPUs, or null with errno = ENOMEM.
+CpuSetPtr alloc_cpu_set(int ncpus, size_t& size) {
+    CpuSetPtr set(CPU_ALLOC(ncpus));
+    size = CPU_ALLOC_SIZE(ncpus);
+    if (!set) {
+        errno = ENOMEM;
+        return set;
     }
-    return false;
+    CPU_ZERO_S(size, set.get());
+    return set;
+}
+
+// The calling thread's affinity as the kernel's mask, sized for machines with many CPUs;
+// null (errno set) when it cannot be read.
+CpuSetPtr read_affinity_mask(int& ncpus, size_t& size) {
+    for (ncpus = 1024; ncpus <= (1 << 18); ncpus *= 4) {
+        CpuSetPtr set = alloc_cpu_set(ncpus, size);
+        if (!set) return set;
+        if (sched_getaffinity(0, size, set.get()) == 0) return set;
+        if (errno != EINVAL) return nullptr;
+    }
+    return nullptr;
+}
+
+bool read_affinity(IdSet& out) {
+    int ncpus = 0;
+    size_t size = 0;
+    CpuSetPtr set = read_affinity_mask(ncpus, size);
+    if (!set) return false;
+    IdSet cpus;
+    for (int c = 0; c < ncpus; ++c)
+        if (CPU_ISSET_S(c, size, set.get())) cpus.insert(c);
+    out = std::move(cpus);
+    return true;
 }
 
 bool read_mempolicy(std::string& name, IdSet& nodes) {
@@ -84,47 +108,12 @@ bool set_cpu_affinity(const IdSet& cpus) {
         errno = EINVAL;
         return false;
     }
-    const int ncpus = cpus.ids().back() + 1;
-    cpu_set_t* set = CPU_ALLOC(ncpus);
-    size_t size = CPU_ALLOC_SIZE(ncpus);
-    CPU_ZERO_S(size, set);
-    for (int c : cpus.ids()) CPU_SET_S(c, size, set);
-    int rc = sched_setaffinity(0, size, set);
-    int err = errno;
-    CPU_FREE(set);
-    errno = err;
-    return rc == 0;
+    size_t size = 0;
+    CpuSetPtr set = alloc_cpu_set(cpus.ids().back() + 1, size);
+    if (!set) return false;
+    for (int c : cpus.ids()) CPU_SET_S(c, size, set.get());
+    return sched_setaffinity(0, size, set.get()) == 0;
 }
-
-// The calling thread's affinity and memory policy before binding, put back when binding
-// fails half-way: a caller that then runs the task unbound (fallback=warn) must not leave
-// it with the CPUs of a failed plan or a memory policy it no longer reports.
-class SavedPlacement {
-public:
-    SavedPlacement() {
-        have_cpus_ = read_affinity(cpus_);
-        have_mempolicy_ = get_mempolicy(&mode_, mask_.data(), kMaxNodes, nullptr, 0) == 0;
-    }
-    void restore() {
-        const int saved_errno = errno;
-        if (have_cpus_) (void)set_cpu_affinity(cpus_);
-        if (have_mempolicy_) {
-            const int base = mode_ & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES);
-            if (base == MPOL_DEFAULT || base == MPOL_LOCAL)
-                (void)set_mempolicy(base, nullptr, 0);
-            else
-                (void)set_mempolicy(mode_, mask_.data(), kMaxNodes);
-        }
-        errno = saved_errno;
-    }
-
-private:
-    IdSet cpus_;
-    bool have_cpus_ = false;
-    int mode_ = MPOL_DEFAULT;
-    NodeMask mask_ = NodeMask(kMaxNodes / kBitsPerWord, 0);
-    bool have_mempolicy_ = false;
-};
 
 ApplyResult apply_binding_once(const TaskPlan& task) {
     ApplyResult r;
@@ -189,10 +178,76 @@ ApplyResult apply_binding_once(const TaskPlan& task) {
 
 }  // namespace
 
+// Saved (and allocated) up front, so that putting it back allocates nothing: a failed
+// allocation half-way through binding can still be undone.
+struct ScopedBinding::Saved {
+    CpuSetPtr cpus;
+    size_t cpus_size = 0;
+    int mode = MPOL_DEFAULT;
+    NodeMask nodes = NodeMask(kMaxNodes / kBitsPerWord, 0);
+    bool have_mempolicy = false;
+};
+
+ScopedBinding::ScopedBinding() : saved_(std::make_unique<Saved>()) {
+    int ncpus = 0;
+    saved_->cpus = read_affinity_mask(ncpus, saved_->cpus_size);
+    saved_->have_mempolicy = get_mempolicy(&saved_->mode, saved_->nodes.data(), kMaxNodes, nullptr, 0) == 0;
+}
+
+ScopedBinding::~ScopedBinding() {
+    if (!kept_ && !restored_) (void)restore();
+}
+
+bool ScopedBinding::restore() noexcept {
+    restored_ = true;
+    const int saved_errno = errno;
+    bool ok = saved_->cpus && saved_->have_mempolicy;
+    if (saved_->cpus && sched_setaffinity(0, saved_->cpus_size, saved_->cpus.get()) != 0) ok = false;
+    if (saved_->have_mempolicy) {
+        const int base = saved_->mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES);
+        const long rc = (base == MPOL_DEFAULT || base == MPOL_LOCAL)
+                            ? set_mempolicy(base, nullptr, 0)
+                            : set_mempolicy(saved_->mode, saved_->nodes.data(), kMaxNodes);
+        if (rc != 0) ok = false;
+    }
+    errno = saved_errno;
+    return ok;
+}
+
+ApplyResult ScopedBinding::apply(const TaskPlan& task) {
+    ApplyResult r;
+    if (!saved_->cpus || !saved_->have_mempolicy) {
+        // A failure could not be undone without the current placement: change nothing.
+        r.error = std::string("cannot read this task's current CPU affinity and memory policy: ") + std::strerror(errno);
+        r.restored = true;
+        restored_ = true;
+        return r;
+    }
+    kept_ = false;
+    restored_ = false;
+    try {
+        r = apply_binding_once(task);
+    } catch (...) {
+        (void)restore();  // before the exception leaves: the task is as it was
+        throw;
+    }
+    if (r.ok) return r;
+    r.restored = restore();
+    if (!r.restored) {
+        // Say what the task has now, not what it was meant to get.
+        r.cpus = IdSet();
+        r.mem_nodes = IdSet();
+        read_affinity(r.cpus);
+        if (!read_mempolicy(r.mem_policy, r.mem_nodes)) r.mem_policy = "unknown";
+        r.error += "; its previous CPU affinity and memory policy could not be put back";
+    }
+    return r;
+}
+
 ApplyResult apply_binding(const TaskPlan& task) {
-    SavedPlacement saved;
-    ApplyResult r = apply_binding_once(task);
-    if (!r.ok) saved.restore();
+    ScopedBinding binding;
+    ApplyResult r = binding.apply(task);
+    if (r.ok) binding.keep();
     return r;
 }
 

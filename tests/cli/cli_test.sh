@@ -27,6 +27,22 @@ nb run --fallback maybe -- true
 check "bad --fallback exits 2" '[ $(rc) = 2 ] && one_line_error "maybe"'
 nb run --frobnicate -- true
 check "unknown flag exits 2" '[ $(rc) = 2 ] && one_line_error "frobnicate"'
+# issue 15: an unknown verb is named, with the verbs --help lists (an independent list).
+nb dance
+verbs=$("$NB" --help | awk 'tolower($0) ~ /^subcommands:/{on=1; next} on && !NF {on=0} on {print $1}' | paste -sd, | sed 's/,/, /g')
+check "unknown verb exits 2 naming it and the verbs" '[ $(rc) = 2 ] && [ -n "$verbs" ] && one_line_error "unknown command '"'"'dance'"'"' (valid: $verbs)"'
+nb
+check "no verb exits 2 naming the verbs" '[ $(rc) = 2 ] && one_line_error "no command given (valid: $verbs)"'
+# issue 15: a PU or NUMA node without os_index (hwloc and lstopo accept it) is refused by name.
+if python3 "$GEN" -o "$WORK/gen.xml" --gpu machine 2>/dev/null; then
+  sed -E '/type="PU"/ s/ os_index="[0-9]+"//' "$WORK/gen.xml" >"$WORK/no-pu-os-index.xml"
+  sed -E '/type="NUMANode"/ s/ os_index="[0-9]+"//' "$WORK/gen.xml" >"$WORK/no-node-os-index.xml"
+  lstopo --input "$WORK/no-pu-os-index.xml" --of xml - >/dev/null 2>&1 && hwloc_ok=1 || hwloc_ok=0
+  nb topo --topology "$WORK/no-pu-os-index.xml"
+  check "PU without os_index: one-line error naming it (hwloc accepted the file: $hwloc_ok)" '[ $(rc) = 1 ] && one_line_error "PU L#0 has no os_index"'
+  nb plan --mode node --ntasks 1 --topology "$WORK/no-node-os-index.xml"
+  check "NUMA node without os_index: one-line error naming it" '[ $(rc) = 1 ] && one_line_error "NUMANode L#0 has no os_index"'
+fi
 nb plan --mode node --ntasks x
 check "bad --ntasks exits 2" '[ $(rc) = 2 ] && one_line_error "x"'
 nb plan --mode node

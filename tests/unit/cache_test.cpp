@@ -6,8 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/time.h>
+
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "numabind/error.hpp"
@@ -224,6 +229,200 @@ TEST_F(CacheTest, HwlocOverrideVariableBypassesTheCache) {
     struct stat st {};
     EXPECT_NE(lstat(opts_.dir.c_str(), &st), 0);  // nothing written
     EXPECT_FALSE(t->model().cores.empty());
+}
+
+// ---- issue 15: a FIFO at the cache path, HWLOC_* variables, stale temporaries, reports ----
+
+// Runs `body` in a child with a 20 s alarm: a hang shows up as a failure, not a stuck test.
+// The child's exit code is body's; a signal (SIGALRM when it hung) is 128 + signal.
+template <typename F>
+int in_child_with_timeout(F body) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        int rc = 99;
+        try {
+            rc = body();
+        } catch (...) {
+            rc = 98;
+        }
+        _exit(rc);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string slurp(const std::string& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+TEST_F(CacheTest, FifoAtTheCachePathNeitherBlocksNorIsUsed) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    ASSERT_EQ(mkdir(opts_.dir.c_str(), 0755), 0);
+    ASSERT_EQ(mkfifo(path().c_str(), 0644), 0);
+    nb::TopologyCacheOptions ro = opts_;
+    ro.write = false;
+    // Nobody ever writes to the FIFO: an open() without O_NONBLOCK would wait forever.
+    EXPECT_EQ(in_child_with_timeout([&] {
+                  nb::CacheOutcome out;
+                  nb::load_this_machine(ro, &out);
+                  if (out.result != nb::CacheResult::Miss) return 1;
+                  return out.detail.find("not a root-owned regular file") != std::string::npos ? 0 : 2;
+              }),
+              0);
+    // A writer replaces it with a real cache file (rename over the FIFO).
+    EXPECT_EQ(in_child_with_timeout([&] {
+                  nb::CacheOutcome out;
+                  nb::load_this_machine(opts_, &out);
+                  return out.result == nb::CacheResult::Written ? 0 : 1;
+              }),
+              0);
+    struct stat st {};
+    ASSERT_EQ(lstat(path().c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_F(CacheTest, FifoAtTheReportMarkerDoesNotBlock) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    ASSERT_EQ(mkdir(opts_.dir.c_str(), 0777), 0);  // untrusted: a problem to report
+    ASSERT_EQ(chmod(opts_.dir.c_str(), 0777), 0);
+    ASSERT_EQ(mkfifo(nb::topology_cache_report_marker(opts_).c_str(), 0644), 0);
+    EXPECT_EQ(in_child_with_timeout([&] {
+                  nb::CacheOutcome out;
+                  nb::load_this_machine(opts_, &out);
+                  return out.result == nb::CacheResult::Miss && out.should_report ? 0 : 1;
+              }),
+              0);
+}
+
+TEST_F(CacheTest, HwlocVariablesEnterTheKeyOrBypassTheCache) {
+    const std::string plain = nb::topology_cache_key();
+    struct Case {
+        const char* name;
+        const char* value;
+        bool changes_key;
+    };
+    for (const Case& c : {Case{"HWLOC_ALLOW", "all", true}, Case{"HWLOC_PLUGINS_BLACKLIST", "hwloc_pci", true},
+                          Case{"HWLOC_HIDE_ERRORS", "1", true},
+                          // exactly what the CLI sets around its load (GL/OpenCL are off anyway)
+                          Case{"HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl", false}}) {
+        setenv(c.name, c.value, 1);
+        const std::string k = nb::topology_cache_key();
+        unsetenv(c.name);
+        EXPECT_EQ(k != plain, c.changes_key) << c.name << "=" << c.value << ": " << k;
+        if (c.changes_key) EXPECT_NE(k.find(std::string(c.name) + "=" + c.value), std::string::npos) << k;
+    }
+    // Variables whose value may name a file (or that this list does not know), even empty.
+    for (const char* name : {"HWLOC_PCI_LOCALITY", "HWLOC_FSROOT", "HWLOC_SOMETHING_NEW"}) {
+        for (const char* value : {"/etc/hwloc-pci-locality", ""}) {
+            setenv(name, value, 1);
+            nb::CacheOutcome out;
+            auto t = nb::load_this_machine(opts_, &out);
+            if (root()) {
+                EXPECT_THROW(nb::write_topology_cache(opts_), nb::Error) << name;
+            }
+            unsetenv(name);
+            EXPECT_EQ(out.result, nb::CacheResult::Disabled) << name << "='" << value << "'";
+            EXPECT_NE(out.detail.find(name), std::string::npos) << out.detail;
+            struct stat st {};
+            EXPECT_NE(lstat(opts_.dir.c_str(), &st), 0) << name;  // nothing written
+        }
+    }
+}
+
+TEST_F(CacheTest, CacheOfAnotherHwlocEnvironmentIsNotUsed) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    // Written under one hwloc environment, read under another (an admin who sets
+    // HWLOC_ALLOW or blacklists a plugin in slurmd's environment): never a hit on the old
+    // file, whatever the variable changes on this particular machine.
+    const std::string before = nb::write_topology_cache(opts_);
+    for (const char* value : {"hwloc_pci", "hwloc_pci,hwloc_xml_libxml"}) {
+        setenv("HWLOC_PLUGINS_BLACKLIST", value, 1);
+        nb::CacheOutcome out;
+        auto t = nb::load_this_machine(opts_, &out);
+        nb::HwlocTopology live_now(nb::LoadOptions{});  // what hwloc gives under this environment
+        unsetenv("HWLOC_PLUGINS_BLACKLIST");
+        EXPECT_EQ(out.result, nb::CacheResult::Written) << value << ": " << out.detail;
+        EXPECT_NE(out.path, before) << value;
+        expect_same_model(live_now.model(), t->model());
+    }
+    nb::CacheOutcome out;
+    nb::load_this_machine(opts_, &out);  // and back: the old key again
+    EXPECT_EQ(out.path, before);
+}
+
+TEST_F(CacheTest, WritingRemovesStaleTemporaries) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    ASSERT_EQ(mkdir(opts_.dir.c_str(), 0755), 0);
+    auto make = [&](const std::string& name, int age_s) {
+        const std::string p = opts_.dir + "/" + name;
+        write_file(p, "partial");
+        struct timeval tv[2];
+        gettimeofday(&tv[0], nullptr);
+        tv[0].tv_sec -= age_s;
+        tv[1] = tv[0];
+        EXPECT_EQ(utimes(p.c_str(), tv), 0);
+        return p;
+    };
+    const std::string old_tmp = make(".topology-a1B2c3", 120);     // a killed writer's
+    const std::string fresh_tmp = make(".topology-d4E5f6", 0);     // maybe a writer right now
+    const std::string other = make(".topology-notmine.txt", 120);  // not a mkstemp name
+    const std::string link = opts_.dir + "/.topology-g7H8i9";      // only regular files go
+    ASSERT_EQ(symlink("/etc/passwd", link.c_str()), 0);
+    nb::write_topology_cache(opts_);
+    struct stat st {};
+    EXPECT_NE(lstat(old_tmp.c_str(), &st), 0);
+    EXPECT_EQ(lstat(fresh_tmp.c_str(), &st), 0);
+    EXPECT_EQ(lstat(other.c_str(), &st), 0);
+    EXPECT_EQ(lstat(link.c_str(), &st), 0);
+    EXPECT_EQ(lstat("/etc/passwd", &st), 0);
+}
+
+TEST_F(CacheTest, LastingProblemsAreReportedOncePerBoot) {
+    if (!root()) GTEST_SKIP() << "needs root";
+    const std::string marker = nb::topology_cache_report_marker(opts_);
+    EXPECT_EQ(marker, opts_.dir + ".reported");
+    nb::CacheOutcome out;
+    nb::load_this_machine(opts_, &out);  // first step: written, nothing to say
+    EXPECT_EQ(out.result, nb::CacheResult::Written);
+    EXPECT_FALSE(out.should_report);
+    nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Hit);
+    EXPECT_FALSE(out.should_report);
+
+    ASSERT_EQ(chown(opts_.dir.c_str(), 65534, 65534), 0);  // mis-owned: every step rediscovers
+    ASSERT_EQ(unlink(path().c_str()), 0);
+    nb::load_this_machine(opts_, &out);
+    EXPECT_EQ(out.result, nb::CacheResult::Miss);
+    EXPECT_TRUE(out.should_report) << out.detail;
+    EXPECT_NE(out.detail.find("cache directory"), std::string::npos) << out.detail;
+    std::ifstream boot_in("/proc/sys/kernel/random/boot_id");
+    std::string boot;
+    boot_in >> boot;
+    EXPECT_EQ(slurp(marker), boot);
+    for (int step = 0; step < 3; ++step) {
+        nb::load_this_machine(opts_, &out);
+        EXPECT_EQ(out.result, nb::CacheResult::Miss);
+        EXPECT_FALSE(out.should_report) << "step " << step;
+    }
+    // A marker of another boot (a /run that is not a tmpfs) does not silence this one.
+    write_file(marker, "00000000-0000-0000-0000-000000000000");
+    nb::load_this_machine(opts_, &out);
+    EXPECT_TRUE(out.should_report);
+    EXPECT_EQ(slurp(marker), boot);
+    // Not root: never (cannot record it, cannot fix it).
+    ASSERT_EQ(unlink(marker.c_str()), 0);
+    EXPECT_EQ(in_child_with_timeout([&] {
+                  if (setgid(65534) != 0 || setuid(65534) != 0) return 10;
+                  nb::CacheOutcome o2;
+                  nb::load_this_machine(opts_, &o2);
+                  return o2.should_report ? 1 : 0;
+              }),
+              0);
 }
 
 }  // namespace
