@@ -199,7 +199,7 @@ int stepd_prepare(spank_t sp) {
         if (!topo) throw Error("no topology loaded");
         std::vector<Accelerator> accs = find_accelerators(topo->model(), st.site.matcher);
         std::vector<std::string> files;
-        if (!st.site.device_files.empty()) {
+        if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it
             if (st.site.device_files.size() != accs.size())
                 throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
                             " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
