@@ -3,13 +3,14 @@
 #   R <tag> rank=<global> local=<local> node=<node> cvd=<CUDA_VISIBLE_DEVICES> cpus=<Cpus_allowed_list>
 #     cgcpus=<cgroup cpuset> mem=<policy>:<nodes> mode=<NUMABIND_MODE> dev=<NUMABIND_DEVICE> cpusenv=<NUMABIND_CPUS>
 #     devs=<NUMABIND_DEVICES> opens=<fake GPUs open(2) lets it open> uses=<CUDA_VISIBLE_DEVICES over those>
-#     home=<PUs local to the used GPUs> inhome=yes|no|-
+#     home=<PUs local to the used GPUs> inhome=yes|no|nohome|-
 # CPUs are read back from /proc/self/status, the memory policy with get_mempolicy(2).
 # With NBPROBE_DEVDIR (fake GPU files DIR/<node>/nvidiaN, N = PCI order), NBPROBE_XML and
 # NBPROBE_BUSES (their PCI addresses in PCI order) the probe also says which GPUs the task
 # can open (EPERM: denied by the device cgroup; success or ENXIO: held), which of them its
 # CUDA runtime would use (CUDA_VISIBLE_DEVICES counts over the openable ones), the CPUs
-# local to those (hwloc-calc on the XML) and whether its own CPUs lie there.
+# local to those (hwloc-calc on the XML) and whether its own CPUs lie there (nohome: the
+# step's cpuset holds none of them, and the task's CPUs are inside that cpuset).
 tag=${1:-task}
 python3 - "$tag" <<'PY'
 import ctypes, errno, os, platform, subprocess, sys
@@ -69,7 +70,12 @@ if devdir:
                                capture_output=True, text=True)
             pus |= idlist(r.stdout.strip())
         home = fmt(pus)
-        inhome = "yes" if idlist(cpus) <= pus else "no"
+        # "nohome": the step's cpuset has no CPU local to the GPU(s); only the nearest are possible
+        allowed = idlist(cg) if cg != "-" else None
+        if allowed is not None and not (pus & allowed):
+            inhome = "nohome" if idlist(cpus) <= allowed else "no"
+        else:
+            inhome = "yes" if idlist(cpus) <= pus else "no"
 print("R %s rank=%s local=%s node=%s cvd=%s cpus=%s cgcpus=%s mem=%s mode=%s dev=%s cpusenv=%s pmix=%s devs=%s opens=%s uses=%s home=%s inhome=%s" % (
     tag, e.get("SLURM_PROCID", "?"), e.get("SLURM_LOCALID", "?"), e.get("SLURMD_NODENAME", "?"),
     e.get("CUDA_VISIBLE_DEVICES", "unset"), cpus, cg, mem, e.get("NUMABIND_MODE", "unset"),
