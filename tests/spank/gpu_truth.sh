@@ -49,7 +49,9 @@ python3 "$GEN" -o "$D/topo/n1.xml" --split-numa 2 --gpu numa:0=0000:17:00.0 --gp
 python3 "$GEN" -o "$D/topo/n2.xml" --split-numa 2 >/dev/null || exit 1
 chmod 0644 "$D"/topo/*.xml
 XML=$D/topo/n1.xml
-pus_of_node() { hwloc-calc --input "$XML" --po -I pu "numa:$1"; }   # CPUs of fake NUMA node N
+# the PUs local to each fake GPU, in PCI order (hwloc-calc, once)
+HOMES=$(for b in ${BUSES//,/ }; do hwloc-calc --input "$XML" --po -I pu pci=$b; done | paste -sd'|')
+home_of() { cut -d'|' -f$(($1 + 1)) <<<"$HOMES"; }
 
 ok() { PASSES=$((PASSES + 1)); echo "ok   - $1 [$((SECONDS - T0)) s]"; }
 bad() {
@@ -65,7 +67,7 @@ lines() { grep -c "$1" "$D/err"; }
 
 # run srun with the probe; R lines sorted by global rank in $D/out, stderr in $D/err, rc in RC
 tasks() {
-  NBPROBE_DEVDIR=$CD/dev NBPROBE_XML=$XML NBPROBE_BUSES=$BUSES timeout 60 srun -s "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
+  NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
   RC=$?
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
 }
@@ -107,7 +109,7 @@ exact_single() {
   local got want
   got=$(paste -d' ' <(col "$D/out" uses) <(col "$D/out" cpus) <(col "$D/out" devs))
   want=$(paste -d' ' <(col "$D/out" uses) <(col "$D/out" cgcpus) | while read -r u cg; do
-    echo "$u $(within "$(hwloc-calc --input "$XML" --po -I pu pci="$(cut -d, -f$((u + 1)) <<<"$BUSES")")" "$cg") $u"; done)
+    echo "$u $(within "$(home_of "$u")" "$cg") $u"; done)
   check "$1" "$want" "$got"
 }
 within() {  # LIST CPUSET -> LIST restricted to CPUSET ("-": no cpuset), canonical form
@@ -192,7 +194,7 @@ tr -d '\r' <"$D/out.raw" | grep '^R interactive' >"$D/out"
 check "interactive step (use_interactive_step) under default=node: treated like the batch step, not bound" \
   "unset" "$(col "$D/out" mode)"
 plug "$BASEPLUG default=node batch_step=yes"
-printf 'NBPROBE_DEVDIR=%s NBPROBE_XML=%s NBPROBE_BUSES=%s %s/report.sh interactive\nexit\n' "$CD/dev" "$XML" "$BUSES" "$D" |
+printf "NBPROBE_DEVDIR=%s NBPROBE_HOMES='%s' %s/report.sh interactive\nexit\n" "$CD/dev" "$HOMES" "$D" |
   SHELL=/bin/sh timeout 60 salloc -s "${A1[@]}" -n1 --gpus=1 >"$D/out.raw" 2>"$D/err"
 tr -d '\r' <"$D/out.raw" | grep '^R interactive' >"$D/out"; RC=0
 check "interactive step with batch_step=yes: bound like the batch shell" "node" "$(col "$D/out" mode)"
@@ -237,21 +239,21 @@ check "node without GPUs, explicit --numa-binding: one line per step, NUMABIND_M
   "1|none" "$(grep -c '^numabind' "$D/err")|$(col "$D/out" mode | sort -u | xargs)"
 
 # regression 8: het jobs (one --numa-binding value per srun/sbatch: srun's last, sbatch's first)
-NBPROBE_DEVDIR=$CD/dev NBPROBE_XML=$XML NBPROBE_BUSES=$BUSES timeout 60 srun -s -n1 -w n1 --gpus=1 --numa-binding=node "$D/report.sh" : \
+NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 -w n1 --gpus=1 --numa-binding=node "$D/report.sh" : \
   -n1 -w n2 --numa-binding=exclusive "$D/report.sh" >"$D/out.raw" 2>"$D/err"; RC=$?
 grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
 check "het job (srun a : b): srun's last --numa-binding applies to every component" "exclusive none" \
   "$(col "$D/out" mode | xargs)"
 check "het job: the GPU-less component on n2 says so once" 1 "$(lines 'numa-binding=exclusive: no')"
 printf '#!/bin/sh\n#SBATCH -s -n1 -w n1 --gpus=1 --numa-binding=socket\n#SBATCH hetjob\n#SBATCH -s -n1 -w n2 --numa-binding=exclusive\nsrun -s --het-group=0 %s/report.sh het\n' "$D" >"$D/het.sbatch"
-NBPROBE_DEVDIR=$CD/dev NBPROBE_XML=$XML NBPROBE_BUSES=$BUSES timeout 90 sbatch --wait -o "$D/het.out" "$D/het.sbatch" >/dev/null 2>&1
+NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 90 sbatch --wait -o "$D/het.out" "$D/het.sbatch" >/dev/null 2>&1
 grep '^R het' "$D/het.out" >"$D/out"
 check "het job (sbatch hetjob): the first component's #SBATCH --numa-binding applies" "socket" "$(col "$D/out" mode)"
 
 # a task that reports late: the others bind safely, the step says so once
-plug "required $D/helper_SLOW.so rank=1 ms=3000" "$BASEPLUG"
+plug "required $D/helper_SLOW.so rank=1 ms=2500" "$BASEPLUG"
 tasks "${A1[@]}" -n2 --gpus-per-task=1 --numa-binding=exclusive
-check "a task 3 s late: every task runs (rc 0), CPU sets disjoint, one line naming it" "0 1" \
+check "a task 2.5 s late: every task runs (rc 0), CPU sets disjoint, one line naming it" "0 1" \
   "$RC $(lines 'local task(s) 1 did not report their GPUs within 2 s')"
 truth_late=$(python3 -c '
 import sys
@@ -285,7 +287,7 @@ tasks -n2 --gpus-per-task=1 --numa-binding=node
 truth "not constrained, --gpus-per-task=1 (global CUDA_VISIBLE_DEVICES): each task on its GPU's node"
 exact_single "not constrained, --gpus-per-task=1: CPUs = its GPU's node, NUMABIND_DEVICES = it"
 check "not constrained: tasks can open every GPU" "0,1,2,3 0,1,2,3" "$(col "$D/out" opens | xargs)"
-for b in closest map_gpu:1,2 mask_gpu:0x2,0x4; do
+for b in closest map_gpu:1,2; do
   tasks -n2 --gpus=2 --gpu-bind=$b --numa-binding=exclusive
   truth "not constrained, --gpu-bind=$b: disjoint, on the used GPUs' nodes" exclusive
 done

@@ -5,15 +5,16 @@
 #     devs=<NUMABIND_DEVICES> opens=<fake GPUs open(2) lets it open> uses=<CUDA_VISIBLE_DEVICES over those>
 #     home=<PUs local to the used GPUs> inhome=yes|no|nohome|-
 # CPUs are read back from /proc/self/status, the memory policy with get_mempolicy(2).
-# With NBPROBE_DEVDIR (fake GPU files DIR/<node>/nvidiaN, N = PCI order), NBPROBE_XML and
-# NBPROBE_BUSES (their PCI addresses in PCI order) the probe also says which GPUs the task
+# With NBPROBE_DEVDIR (fake GPU files DIR/<node>/nvidiaN, N = PCI order) and NBPROBE_HOMES
+# (the PUs local to each of them, "|"-separated in PCI order, from hwloc-calc on the node's
+# XML, computed once by the test) the probe also says which GPUs the task
 # can open (EPERM: denied by the device cgroup; success or ENXIO: held), which of them its
 # CUDA runtime would use (CUDA_VISIBLE_DEVICES counts over the openable ones), the CPUs
 # local to those (hwloc-calc on the XML) and whether its own CPUs lie there (nohome: the
 # step's cpuset holds none of them, and the task's CPUs are inside that cpuset).
 tag=${1:-task}
 python3 - "$tag" <<'PY'
-import ctypes, errno, os, platform, subprocess, sys
+import ctypes, errno, os, platform, sys
 e = os.environ
 tag = sys.argv[1]
 cpus = [l.split(":", 1)[1].strip() for l in open("/proc/self/status") if l.startswith("Cpus_allowed_list")][0]
@@ -49,7 +50,7 @@ def fmt(ids):
     return ",".join(out)
 
 opens = uses = home = inhome = "-"
-devdir, xml, buses = e.get("NBPROBE_DEVDIR"), e.get("NBPROBE_XML"), e.get("NBPROBE_BUSES", "").split(",")
+devdir, homes = e.get("NBPROBE_DEVDIR"), e.get("NBPROBE_HOMES", "").split("|")
 if devdir:
     held, i = [], 0
     while os.path.exists("%s/%s/nvidia%d" % (devdir, e.get("SLURMD_NODENAME", "?"), i)):
@@ -63,12 +64,10 @@ if devdir:
     if "CUDA_VISIBLE_DEVICES" in e:
         used = [held[int(x)] for x in e["CUDA_VISIBLE_DEVICES"].split(",") if x != "" and int(x) < len(held)]
     opens, uses = ",".join(map(str, held)), ",".join(map(str, used))
-    if xml and used:
+    if used and len(homes) > max(used):
         pus = set()
         for d in used:
-            r = subprocess.run(["hwloc-calc", "--input", xml, "--po", "-I", "pu", "pci=" + buses[d]],
-                               capture_output=True, text=True)
-            pus |= idlist(r.stdout.strip())
+            pus |= idlist(homes[d])
         home = fmt(pus)
         # "nohome": the step's cpuset has no CPU local to the GPU(s); only the nearest are possible
         allowed = idlist(cg) if cg != "-" else None
