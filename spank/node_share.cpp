@@ -38,7 +38,7 @@ void futex_wake_all(uint32_t* addr) { syscall(SYS_futex, addr, FUTEX_WAKE, INT_M
 }  // namespace
 
 struct NodeShare::Header {
-    uint32_t seq;  // bumped (and woken) at every slot change
+    uint32_t done;  // slots that left Empty; the futex word (woken when it reaches ntasks)
     uint32_t once[static_cast<int>(Once::Count)];
     int64_t first_ns;  // when the first task arrived: the wait is bounded from there
 };
@@ -92,8 +92,10 @@ bool NodeShare::publish(int rank, const Published& mine) {
     s[1] = len;  // written before the state's release store below makes them visible
     const uint32_t state = mine.state != Published::State::Devices ? kMissing : mine.per_task ? kPerTask : kShared;
     const bool ok = cas(&s[0], kEmpty, state);
-    __atomic_add_fetch(&header()->seq, 1, __ATOMIC_ACQ_REL);
-    futex_wake_all(&header()->seq);
+    // Only the last one wakes the waiters: a wake per publication would wake every waiter
+    // n times (n^2 context switches with 64 overcommitted tasks).
+    if (ok && __atomic_add_fetch(&header()->done, 1, __ATOMIC_ACQ_REL) == static_cast<uint32_t>(ntasks_))
+        futex_wake_all(&header()->done);
     return ok;
 }
 
@@ -105,18 +107,17 @@ std::vector<Published> NodeShare::wait_all(int timeout_ms) {
     if (first == 0) first = now_ns();
     const int64_t deadline = first + static_cast<int64_t>(timeout_ms) * 1000000;
     while (true) {
-        const uint32_t seq = load(&h->seq);
-        int empty = 0;
-        for (int r = 0; r < ntasks_; ++r) empty += load(slot(r)) == kEmpty;
-        if (empty == 0) break;
+        const uint32_t done = load(&h->done);
+        if (done >= static_cast<uint32_t>(ntasks_)) break;
         const int64_t left = deadline - now_ns();
         if (left <= 0) {
-            for (int r = 0; r < ntasks_; ++r) cas(slot(r), kEmpty, kLate);
-            __atomic_add_fetch(&h->seq, 1, __ATOMIC_ACQ_REL);
-            futex_wake_all(&h->seq);
-            break;
+            uint32_t sealed = 0;
+            for (int r = 0; r < ntasks_; ++r) sealed += cas(slot(r), kEmpty, kLate);
+            if (sealed && __atomic_add_fetch(&h->done, sealed, __ATOMIC_ACQ_REL) >= static_cast<uint32_t>(ntasks_))
+                futex_wake_all(&h->done);
+            continue;  // every slot is final now (done counts them all)
         }
-        futex_wait(&h->seq, seq, left);
+        futex_wait(&h->done, done, left);
     }
     for (int r = 0; r < ntasks_; ++r) {
         const uint32_t* s = slot(r);
