@@ -9,7 +9,9 @@
 # in --prepare (srun and slurmstepd re-read it for every launch):
 #   no plugin            empty plugstack.conf
 #   plugin, not asked    plugin loaded (topology=XML), no --numa-binding: default mode none
-#   exclusive, XML       plugin, topology=XML with 2 fake GPUs, --numa-binding=exclusive
+#   exclusive, XML       plugin, topology=XML with 2 fake GPUs and their device_files= (each
+#                        task probes its GPUs and exchanges its set with the other tasks),
+#                        --numa-binding=exclusive
 #   exclusive, live      plugin without topology= (devices=class=0x0180,class=0x0200: the
 #                        virtio functions stand in for GPUs): slurmstepd discovers the node live
 # ROUNDS rounds (default 3, command order reversed every other round, so drift from other
@@ -17,7 +19,11 @@
 # Then PAIRED (default 100) interleaved iterations run the four rows back to back (order
 # rotated) and report the median of the per-iteration differences to "no plugin" (robust
 # against drift). Results: OUT_DIR/step_overhead.txt; raw data OUT_DIR/step_round*.json
-# (hyperfine) and OUT_DIR/step_paired.json. KEEP=1 keeps the cluster directory.
+# (hyperfine) and OUT_DIR/step_paired.json. Then, for MANY_TASKS (default "8 64") tasks per
+# node (overcommitted: -O), MANY_PAIRED (default 40) interleaved pairs of `srun -n N -O
+# --gpus-per-node=2 true` without the plugin and with --numa-binding=node: the cost of the
+# per-node exchange when task_init hooks share 2 CPUs (OUT_DIR/step_many.json).
+# KEEP=1 keeps the cluster directory.
 set -euo pipefail
 [ $# -eq 2 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 PLUGIN=$(readlink -f "$1"); OUT=$2
@@ -39,7 +45,8 @@ trap cleanup EXIT
 cp "$PLUGIN" "$D/spank_numabind.so"  # a private copy: rebuilds during the run do not matter
 python3 "$ROOT/tests/tools/gen_topology.py" -o "$D/topo.xml" --gpu package:0 --gpu package:0 >/dev/null
 : >"$D/plugstack.off"
-echo "required $D/spank_numabind.so topology=$D/topo.xml" >"$D/plugstack.xml"
+FILES="device_files=$D/cluster/dev/%n/nvidia0,$D/cluster/dev/%n/nvidia1"
+echo "required $D/spank_numabind.so topology=$D/topo.xml $FILES" >"$D/plugstack.xml"
 # live: this machine has no GPU; its two virtio PCI functions (storage 0x0180, network 0x0200)
 # stand in for them
 echo "required $D/spank_numabind.so devices=class=0x0180,class=0x0200" >"$D/plugstack.live"
@@ -87,6 +94,26 @@ for i in range(n):
 json.dump(times, open(out, "w"))
 PY
 EOF
+cat >>"$D/inner.sh" <<EOF
+python3 - "$D" "$OUT/step_many.json" ${MANY_PAIRED:-40} ${MANY_TASKS:-8 64} <<'PY'
+import json, subprocess, sys, time
+d, out, n, counts = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
+res = {}
+for c in counts:
+    srun = ["srun", "-n%d" % c, "-O", "--gpus-per-node=2"]
+    rows = [("no plugin", "off", []), ("node, XML + device files", "xml", ["--numa-binding=node"])]
+    times = {r[0]: [] for r in rows}
+    for i in range(n):
+        for k in range(len(rows)):
+            name, conf, opt = rows[(i + k) % len(rows)]
+            subprocess.run(["cp", f"{d}/plugstack.{conf}", f"{d}/plugstack.conf"], check=True)
+            t0 = time.perf_counter()
+            subprocess.run(srun + opt + ["true"], check=True)
+            times[name].append(time.perf_counter() - t0)
+    res[str(c)] = times
+json.dump(res, open(out, "w"))
+PY
+EOF
 salloc -n2 --gpus-per-node=2 bash "$D/inner.sh"
 
 python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/step_overhead.txt"
@@ -110,6 +137,16 @@ if paired and paired["no plugin"]:
     none = paired["no plugin"]
     print(f"\ninterleaved, paired ({len(none)} iterations): median step ms, median of per-iteration difference to 'no plugin'")
     for name, t in paired.items():
+        diffs = sorted((a - b) * 1e3 for a, b in zip(t, none))
+        print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}")
+try:
+    many = json.load(open(f"{out}/step_many.json"))
+except OSError:
+    many = {}
+for c, rows in many.items():
+    none = rows["no plugin"]
+    print(f"\n{c} tasks per node (-O), interleaved, paired ({len(none)} iterations): median step ms, median difference")
+    for name, t in rows.items():
         diffs = sorted((a - b) * 1e3 for a, b in zip(t, none))
         print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}")
 PY

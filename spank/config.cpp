@@ -1,6 +1,7 @@
 // numabind SPANK plugin: option and plugstack.conf parsing.
 #include "config.hpp"
 #include "numabind/text.hpp"
+#include "log_text.hpp"
 
 #include <set>
 
@@ -20,7 +21,8 @@ std::optional<bool> parse_bool(std::string_view v) {
 
 constexpr const char* kSiteKeys =
     "default=<mode>, mem=<policy>, fallback=warn|fail, verbose, devices=<match spec>, "
-    "topology=<hwloc xml>, respect_cpu_bind=yes|no, batch_step=yes|no";
+    "topology=<hwloc xml>, device_files=<path>[,<path>...], respect_user_bind=yes|no "
+    "(alias respect_cpu_bind), batch_step=yes|no";
 
 }  // namespace
 
@@ -30,16 +32,16 @@ std::string option_help() {
 }
 
 UserChoice parse_option_value(std::string_view value) {
-    const std::string shown(value);
     if (value.empty())
         throw UsageError("invalid --numa-binding value '' (expected " + option_help() + ")");
+    const std::string q = quoted(value);
     UserChoice c;
     auto items = split(value, ',');
     try {
         c.mode = parse_mode(items[0]);
     } catch (const UsageError&) {
-        throw UsageError("invalid --numa-binding mode '" + std::string(items[0]) + "' in '" + shown +
-                         "' (valid modes: " + kModeChoices + "; flags: verbose, mem=prefer|bind|interleave|none)");
+        throw UsageError("invalid --numa-binding mode " + quoted(items[0]) + " in " + q +
+                         " (valid modes: " + kModeChoices + "; flags: verbose, mem=prefer|bind|interleave|none)");
     }
     bool seen_verbose = false;
     for (size_t i = 1; i < items.size(); ++i) {
@@ -50,12 +52,12 @@ UserChoice parse_option_value(std::string_view value) {
             try {
                 c.mem = parse_mem_policy(item.substr(4));
             } catch (const UsageError&) {
-                throw UsageError("invalid --numa-binding memory policy '" + std::string(item.substr(4)) + "' in '" +
-                                 shown + "' (valid: " + kMemPolicyChoices + ")");
+                throw UsageError("invalid --numa-binding memory policy " + quoted(item.substr(4)) + " in " + q +
+                                 " (valid: " + kMemPolicyChoices + ")");
             }
         } else {
-            throw UsageError("invalid --numa-binding flag '" + std::string(item) + "' in '" + shown +
-                             "' (valid flags, each at most once: verbose, mem=prefer|bind|interleave|none)");
+            throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q +
+                             " (valid flags, each at most once: verbose, mem=prefer|bind|interleave|none)");
         }
     }
     return c;
@@ -66,15 +68,19 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
     std::set<std::string> seen;
     for (const std::string& arg : args) {
         const size_t eq = arg.find('=');
-        const std::string key = arg.substr(0, eq);
+        std::string key = arg.substr(0, eq);
+        const std::string given_key = key;
+        if (key == "respect_cpu_bind") key = "respect_user_bind";  // the old name, same setting
         const bool has_value = eq != std::string::npos;
         const std::string value = has_value ? arg.substr(eq + 1) : std::string();
         auto bad = [&](const std::string& valid) {
-            return UsageError("plugstack.conf: invalid value '" + value + "' for " + key + " (valid: " + valid + ")");
+            return UsageError("plugstack.conf: invalid value " + quoted(value) + " for " + given_key + " (valid: " + valid + ")");
         };
-        if (!seen.insert(key).second) throw UsageError("plugstack.conf: argument '" + key + "' given twice");
+        if (!seen.insert(key).second)
+            throw UsageError("plugstack.conf: argument " + quoted(given_key) + " given twice" +
+                             (key == "respect_user_bind" ? " (respect_cpu_bind is the old name of respect_user_bind)" : ""));
         if (key != "verbose" && !has_value)
-            throw UsageError("plugstack.conf: argument '" + arg + "' needs a value (valid arguments: " + kSiteKeys + ")");
+            throw UsageError("plugstack.conf: argument " + quoted(arg) + " needs a value (valid arguments: " + kSiteKeys + ")");
         if (key == "default") {
             try {
                 s.default_mode = parse_mode(value);
@@ -110,16 +116,22 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
             if (value.empty() || value[0] != '/') throw bad("an absolute path to an hwloc XML file");
             (void)expand_path(value, "n", "h");  // reject bad % sequences now
             s.topology = value;
-        } else if (key == "respect_cpu_bind") {
+        } else if (key == "device_files") {
+            for (std::string_view path : split(value, ',')) {
+                if (path.empty() || path[0] != '/') throw bad("absolute device file paths, comma-separated, in accelerator order");
+                (void)expand_path(path, "n", "h");
+                s.device_files.emplace_back(path);
+            }
+        } else if (key == "respect_user_bind") {
             auto b = parse_bool(value);
             if (!b) throw bad("yes, no");
-            s.respect_cpu_bind = *b;
+            s.respect_user_bind = *b;
         } else if (key == "batch_step") {
             auto b = parse_bool(value);
             if (!b) throw bad("yes, no");
             s.batch_step = *b;
         } else {
-            throw UsageError("plugstack.conf: unknown argument '" + arg + "' (valid arguments: " + kSiteKeys + ")");
+            throw UsageError("plugstack.conf: unknown argument " + quoted(arg) + " (valid arguments: " + kSiteKeys + ")");
         }
     }
     return s;
@@ -138,8 +150,8 @@ std::string expand_path(std::string_view pattern, std::string_view node, std::st
             case 'h': out += host; break;
             case '%': out += '%'; break;
             default:
-                throw UsageError("plugstack.conf: topology path '" + std::string(pattern) +
-                                 "' has an unknown % sequence (valid: %n node name, %h host name, %%)");
+                throw UsageError("plugstack.conf: path " + quoted(pattern) +
+                                 " has an unknown % sequence (valid: %n node name, %h host name, %%)");
         }
         ++i;
     }

@@ -38,8 +38,13 @@ struct SiteConfig {
     std::string devices;         // DeviceMatcher spec as given; empty: built-in table
     DeviceMatcher matcher = DeviceMatcher::builtin();  // `devices`, parsed once here
     std::string topology;        // hwloc XML path template (%n node name, %h host name, %% percent)
-    bool respect_cpu_bind = true;
-    bool batch_step = false;
+    // Admin-only: each accelerator's device file, in numabind's accelerator order (PCI
+    // order), with %n/%h like topology=. Empty: found from the PCI address.
+    std::vector<std::string> device_files;
+    // An explicit --cpu-bind or --mem-bind wins over the site default
+    // (respect_user_bind=, also accepted under its old name respect_cpu_bind=).
+    bool respect_user_bind = true;
+    bool batch_step = false;  // also the interactive step (use_interactive_step)
 };
 // Strict: an unknown key, a repeated key or a bad value throws UsageError naming it.
 SiteConfig parse_site_config(const std::vector<std::string>& args);

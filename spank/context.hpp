@@ -14,6 +14,7 @@ extern "C" {
 #include <vector>
 
 #include "config.hpp"
+#include "node_share.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/hwloc_topology.hpp"
 
@@ -22,6 +23,9 @@ namespace numabind::spank {
 // Slurm's reserved step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT).
 inline constexpr uint32_t kBatchStep = 0xfffffffb;
 inline constexpr uint32_t kExternStep = 0xfffffffc;
+inline constexpr uint32_t kInteractiveStep = 0xfffffffa;  // salloc's shell under use_interactive_step
+// How long a task waits for the other local tasks' device sets, from the first arrival.
+inline constexpr int kShareTimeoutMs = 2000;
 
 struct State {
     SiteConfig site;
@@ -32,7 +36,9 @@ struct State {
     std::string option_error;  // a bad value that reached slurmstepd
 
     // slurmstepd, decided once per step before the tasks fork (they inherit it).
-    bool active = false;             // bind this step's tasks
+    bool ours = false;               // a step the plugin handles (not extern; batch only with batch_step)
+    bool active = false;             // bind this step's tasks: set only once `topo` is loaded
+    bool explicit_choice = false;    // --numa-binding given (not the site default)
     bool explicit_none = false;      // --numa-binding=none: export NUMABIND_MODE=none only
     std::string skipped_reason;      // why a site default was not applied (for verbose)
     Mode mode = Mode::None;
@@ -46,13 +52,16 @@ struct State {
     double prepare_us = 0;           // topology load time, for the verbose line
     std::unique_ptr<HwlocTopology> topo;
     std::vector<Accelerator> accelerators;
+    std::vector<std::string> device_files;  // per accelerator; all known or none
+    NodeShare share;                        // created before the tasks fork
 };
 
 State& state();
 
-// "numabind: " + msg through slurm_error (srun's stderr and the slurmd log).
+// "numabind: " + msg through slurm_error (srun's stderr and the slurmd log). Control
+// characters are escaped and the line capped (log_text.hpp): no forged log lines.
 void log_error(const std::string& msg);
-// One write(2) of "numabind: " + msg + "\n" to the task's stderr (relayed by srun).
+// One write(2) of "numabind: " + msg + "\n" to the task's stderr (relayed by srun), escaped alike.
 void task_stderr(const std::string& msg);
 
 // Hooks by context.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "context.hpp"
+#include "log_text.hpp"
 #include "numabind/error.hpp"
 
 // SPANK_PLUGIN(numabind, 1), spelled out: in C++ a namespace-scope const has internal
@@ -31,10 +32,10 @@ State& state() {
     return s;
 }
 
-void log_error(const std::string& msg) { slurm_error("numabind: %s", msg.c_str()); }
+void log_error(const std::string& msg) { slurm_error("numabind: %s", log_safe(msg).c_str()); }
 
 void task_stderr(const std::string& msg) {
-    const std::string line = "numabind: " + msg + "\n";
+    const std::string line = "numabind: " + log_safe(msg) + "\n";
     const char* p = line.data();
     size_t left = line.size();
     while (left > 0) {  // one write(2) in practice: stderr lines of tasks do not interleave
@@ -54,7 +55,7 @@ int guard(const char* hook, F&& body) noexcept {
         return body();
     } catch (const std::exception& e) {
         try {
-            log_error(std::string(hook) + ": " + e.what());
+            log_error(std::string(hook) + ": " + e.what());  // escaped there
         } catch (...) {
         }
     } catch (...) {

@@ -1,18 +1,20 @@
-// numabind SPANK plugin: slurmstepd and task context. The topology is loaded once per
-// step before the tasks fork; each task plans the node and binds itself in task_init.
+// numabind SPANK plugin: slurmstepd and task context. The topology is loaded and the
+// node share mapped once per step before the tasks fork; each task finds the GPUs it
+// holds, publishes them, waits (bounded) for the other local tasks, plans the node from
+// everybody's sets (the same plan in every task) and binds itself in task_init.
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <functional>
 #include <optional>
 
 #include "context.hpp"
+#include "devices.hpp"
+#include "log_text.hpp"
 #include "numabind/binding.hpp"
+#include "numabind/device_files.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
 #include "numabind/plan.hpp"
@@ -23,6 +25,9 @@
 namespace numabind::spank {
 
 namespace {
+
+constexpr const char* kVariables[] = {"NUMABIND_MODE", "NUMABIND_CPUS", "NUMABIND_MEMS", "NUMABIND_MEM_POLICY",
+                                      "NUMABIND_DEVICE", "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI"};
 
 // The job's environment as the task (or the step) will see it.
 std::optional<std::string> job_getenv(spank_t sp, const std::string& name) {
@@ -43,191 +48,309 @@ std::string short_hostname() {
     return h.substr(0, h.find('.'));
 }
 
-std::string task_label(const State& st, uint32_t global, int rank) {
-    return "node " + st.node_name + " task " + std::to_string(global) + " (local rank " + std::to_string(rank) + ")";
+// Every NUMABIND_* variable is either the plugin's or gone: nothing of the user's, of an
+// earlier step or of a bound batch shell survives into a task.
+void clear_variables(spank_t sp, bool mode_none) {
+    for (const char* v : kVariables) spank_unsetenv(sp, v);
+    if (mode_none) spank_setenv(sp, "NUMABIND_MODE", "none", 1);
 }
 
-// Everything that may fail; returns the bound task's plan.
-TaskPlan plan_and_bind(spank_t sp, State& st, int rank, int ntasks, bool batch) {
-    if (!st.prepare_error.empty()) throw Error(st.prepare_error);
-    const HwlocTopology& topo = *st.topo;
-    const std::vector<Accelerator>& accs = st.accelerators;
-    const int count = static_cast<int>(accs.size());
+std::string join_list(const std::vector<int>& v) {
+    std::string s;
+    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s.empty() ? "-" : s;
+}
 
-    PlanRequest req;
-    req.mode = st.mode;
-    req.mem = st.mem;
-    req.ntasks = ntasks;
-    if (rank < 0 || rank >= ntasks)
-        throw Error("local rank " + std::to_string(rank) + " outside the " + std::to_string(ntasks) + " local task(s)");
+std::string node_label(const State& st) { return "node " + st.node_name; }
 
-    // The step's GPUs on this node (Slurm's gres index = physical accelerator index),
-    // and this task's own list from its runtime variable.
-    const char* step_var = batch ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS";
-    std::optional<std::string> step_value = st.step_gpus;
-    if (!step_value) step_value = job_getenv(sp, step_var);
-    std::vector<int> step_gpus;
-    if (step_value && !step_value->empty()) step_gpus = parse_device_list(*step_value, count, step_var);
+struct TaskIds {
+    int rank = 0;  // local
+    uint32_t ntasks = 1;
+    uint32_t global = 0;
+};
 
+TaskIds task_ids(spank_t sp) {
+    TaskIds id;
+    if (spank_get_item(sp, S_TASK_ID, &id.rank) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &id.ntasks) != ESPANK_SUCCESS)
+        throw Error("cannot read the task's local id or the local task count from Slurm");
+    spank_get_item(sp, S_TASK_GLOBAL_ID, &id.global);
+    if (id.rank < 0 || static_cast<uint32_t>(id.rank) >= id.ntasks)
+        throw Error("local rank " + std::to_string(id.rank) + " outside the " + std::to_string(id.ntasks) +
+                    " local task(s)");
+    return id;
+}
+
+// Fallback for a failure: fail the task (fallback=fail) or run it unbound with
+// NUMABIND_MODE=none and no other NUMABIND_* (fallback=warn). Said once per step unless
+// `per_task`.
+int give_up(spank_t sp, State& st, const std::string& who, const std::string& why, bool per_task = false) {
+    const bool say = per_task || st.share.claim(NodeShare::Once::Failure);
+    if (st.site.fallback == Fallback::Fail) {
+        if (say) log_error("error: " + who + ": " + why + " (fallback=fail)");
+        return -1;
+    }
+    clear_variables(sp, true);
+    if (say) task_stderr("warning: " + who + ": " + why + "; running unbound (fallback=warn)");
+    return 0;
+}
+
+// This task's GPUs, by the rule in devices.hpp.
+TaskGpus own_gpus(spank_t sp, const State& st) {
+    GpuFacts facts;
+    facts.step_gpus = st.step_gpus;
+    if (!st.device_files.empty()) {
+        std::vector<int> held;
+        for (size_t i = 0; i < st.device_files.size(); ++i)
+            if (probe_device_file(st.device_files[i]).access == DeviceAccess::Held) held.push_back(static_cast<int>(i));
+        facts.held = std::move(held);
+    } else {
+        facts.constrained = devices_constrained();
+    }
     EnvLookup env = [sp](const std::string& name) { return job_getenv(sp, name); };
     UuidResolver nvml;  // dlopen NVML only when a UUID needs resolving
     UuidResolver lazy = [&nvml](const std::string& uuid) {
         if (!nvml) nvml = nvml_uuid_resolver();
         return nvml(uuid);
     };
-    VisibleDevices own = visible_from_env(accs, env, lazy);
-    if (own.restricted && !step_gpus.empty()) {
-        // With ConstrainDevices Slurm numbers the step's GPUs from 0: map such indexes.
-        const bool global = std::all_of(own.indexes.begin(), own.indexes.end(), [&](int d) {
-            return std::find(step_gpus.begin(), step_gpus.end(), d) != step_gpus.end();
-        });
-        const bool local = std::all_of(own.indexes.begin(), own.indexes.end(),
-                                       [&](int d) { return d < static_cast<int>(step_gpus.size()); });
-        if (!global && local)
-            for (int& d : own.indexes) d = step_gpus[d];
-    }
-    if (own.restricted && own.indexes.empty()) throw Error(own.source + " makes no GPU visible to this task");
-    if (!step_gpus.empty()) {
-        req.visible_devices = step_gpus;
-    } else if (own.restricted) {
-        req.visible_devices = own.indexes;
-    }
-    if (own.restricted) {
-        req.per_task_devices.resize(ntasks);
-        req.per_task_devices[rank] = own.indexes;
-    }
-    // The step's cpuset and nodeset (one read), not Slurm's per-task affinity.
-    HwlocTopology::Allowed allowed = topo.allowed();
-    req.allowed_cpus = std::move(allowed.cpus);
-    req.allowed_mems = std::move(allowed.mems);
+    return resolve_task_gpus(st.accelerators, facts, env, lazy);
+}
 
-    NodePlan plan = plan_node(topo.model(), accs, req);
-    TaskPlan task = plan.tasks.at(rank);
-    ApplyResult applied = apply_binding(task);
-    if (!applied.ok) throw Error(applied.error);
-    for (std::string& w : applied.warnings) task.warnings.push_back(std::move(w));
-    for (const std::string& w : plan.warnings) task.warnings.push_back(w);
-    // The device pointer must outlive `plan`: point it into our own accelerator list.
-    if (task.device) task.device = &accs.at(static_cast<size_t>(task.device->index));
-    return task;
+std::vector<int> ranks_in(const std::vector<Published>& all, Published::State state) {
+    std::vector<int> out;
+    for (size_t r = 0; r < all.size(); ++r)
+        if (all[r].state == state) out.push_back(static_cast<int>(r));
+    return out;
+}
+
+// No accelerator for this step: a site default does nothing (verbose says why, once); an
+// explicit --numa-binding says so once and runs unbound (fallback=warn) or fails.
+int no_gpu(spank_t sp, State& st, const std::string& why) {
+    if (!st.explicit_choice) {
+        clear_variables(sp, false);
+        if (st.verbose && st.share.claim(NodeShare::Once::NoGpu))
+            task_stderr(node_label(st) + ": " + why + "; site default " + to_string(st.mode) + " not applied");
+        return 0;
+    }
+    return give_up(sp, st, node_label(st), "--numa-binding=" + to_string(st.mode) + ": " + why);
 }
 
 }  // namespace
 
 int stepd_prepare(spank_t sp) {
     State& st = state();
-    st.active = false;
-    st.explicit_none = false;
+    st.ours = st.active = st.explicit_choice = st.explicit_none = false;
     st.step_gpus.reset();
     st.skipped_reason.clear();
     st.prepare_error.clear();
+    st.topo.reset();
+    st.accelerators.clear();
+    st.device_files.clear();
+    st.share.destroy();
 
-    uint32_t stepid = 0;
+    uint32_t stepid = 0, ntasks = 0;
     if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS) return 0;
     if (stepid == kExternStep) return 0;
-    if (stepid == kBatchStep && !st.site.batch_step) return 0;
-    if (!st.option_error.empty()) return 0;  // reported by every task
-
-    const bool explicit_choice = st.option_given;
-    st.mode = explicit_choice ? st.choice.mode : st.site.default_mode;
-    st.mem = explicit_choice && st.choice.mem ? *st.choice.mem : st.site.mem;
-    st.verbose = st.site.verbose || (explicit_choice && st.choice.verbose);
+    const bool job_level = stepid == kBatchStep || stepid == kInteractiveStep ||
+                           job_getenv(sp, "SLURM_INTERACTIVE_STEP").value_or("") == "1";
+    if (job_level && !st.site.batch_step) return 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) ntasks = 1;
+    st.ours = true;
     const char* node = std::getenv("SLURMD_NODENAME");  // slurmd's own environment, not the user's
     st.node_name = node && *node ? node : short_hostname();
-
-    if (st.mode == Mode::None) {
-        st.explicit_none = explicit_choice;
+    if (!st.option_error.empty()) {
+        st.share.create(static_cast<int>(ntasks), 0);  // for the once-per-step message
         return 0;
     }
-    if (!explicit_choice && st.site.respect_cpu_bind) {
-        // srun sends SLURM_CPU_BIND* only when the user asked for a binding (task/affinity
-        // rewrites them in every task later, so look before the tasks fork).
-        if (job_getenv(sp, "SLURM_CPU_BIND_TYPE") || job_getenv(sp, "SLURM_CPU_BIND")) {
-            st.skipped_reason = "--cpu-bind given; site default " + to_string(st.mode) +
-                                " not applied (respect_cpu_bind=yes)";
+
+    st.explicit_choice = st.option_given;
+    st.mode = st.explicit_choice ? st.choice.mode : st.site.default_mode;
+    st.mem = st.explicit_choice && st.choice.mem ? *st.choice.mem : st.site.mem;
+    st.verbose = st.site.verbose || (st.explicit_choice && st.choice.verbose);
+
+    if (st.mode == Mode::None) {
+        st.explicit_none = st.explicit_choice;
+        return 0;
+    }
+    if (!st.explicit_choice && st.site.respect_user_bind) {
+        // srun sends SLURM_CPU_BIND* / SLURM_MEM_BIND* only when the user asked for a
+        // binding (task/affinity rewrites them in every task later: look before the fork).
+        for (const char* v : {"SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND", "SLURM_MEM_BIND_TYPE", "SLURM_MEM_BIND"}) {
+            if (!job_getenv(sp, v)) continue;
+            const bool cpu = std::string(v).find("CPU") != std::string::npos;
+            st.skipped_reason = std::string(cpu ? "--cpu-bind" : "--mem-bind") + " given; site default " +
+                                to_string(st.mode) + " not applied (respect_user_bind=yes)";
+            st.share.create(static_cast<int>(ntasks), 0);
             return 0;
         }
     }
-    st.active = true;
-    st.step_gpus = job_getenv(sp, stepid == kBatchStep ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
+    st.step_gpus = job_getenv(sp, job_level ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
     const auto t0 = std::chrono::steady_clock::now();
     try {
+        std::unique_ptr<HwlocTopology> topo;
         if (!st.site.topology.empty()) {
-            st.topo = std::make_unique<HwlocTopology>(
+            topo = std::make_unique<HwlocTopology>(
                 LoadOptions{expand_path(st.site.topology, st.node_name, short_hostname()), true});
         } else {
             // This machine: the per-boot cache (/run/numabind, written here as root on the
             // first step after boot) instead of a live discovery on every step.
-            st.topo = load_this_machine();
+            topo = load_this_machine();
         }
-        st.accelerators = find_accelerators(st.topo->model(), st.site.matcher);
+        if (!topo) throw Error("no topology loaded");
+        std::vector<Accelerator> accs = find_accelerators(topo->model(), st.site.matcher);
+        std::vector<std::string> files;
+        if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it
+            if (st.site.device_files.size() != accs.size())
+                throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
+                            " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
+            for (const std::string& f : st.site.device_files)
+                files.push_back(expand_path(f, st.node_name, short_hostname()));
+        } else {
+            // As root, before the fork: /proc/driver/nvidia and sysfs once per step.
+            for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
+            if (std::any_of(files.begin(), files.end(), [](const std::string& f) { return f.empty(); })) files.clear();
+        }
+        st.accelerators = std::move(accs);
+        st.device_files = std::move(files);
+        st.topo = std::move(topo);
+        st.active = true;  // only now: task_init never meets an active step without a topology
     } catch (const std::exception& e) {
         st.topo.reset();
+        st.accelerators.clear();
+        st.device_files.clear();
         st.prepare_error = e.what();
     }
     st.prepare_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (!st.share.create(static_cast<int>(ntasks), static_cast<int>(st.accelerators.size())) && st.active)
+        st.prepare_error = "cannot map the node share for " + std::to_string(ntasks) + " local task(s)";
+    if (!st.prepare_error.empty()) st.active = false;
     return 0;
 }
 
+namespace {
+
+int task_init(spank_t sp, State& st) {
+    if (!st.ours) return 0;
+    if (!st.option_error.empty()) {
+        // A value that came around srun's checks: reported once, escaped (log_text.hpp).
+        return give_up(sp, st, node_label(st), st.option_error);
+    }
+    if (!st.prepare_error.empty()) return give_up(sp, st, node_label(st), st.prepare_error);
+    if (!st.active) {
+        clear_variables(sp, st.explicit_none);
+        if (st.verbose && !st.skipped_reason.empty() && st.share.claim(NodeShare::Once::Skipped))
+            task_stderr(node_label(st) + ": " + st.skipped_reason);
+        return 0;
+    }
+    if (!st.topo) return give_up(sp, st, node_label(st), "internal error: no topology for an active step");
+    if (st.accelerators.empty())
+        return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
+                              "devices=class=0x0302)");
+
+    const TaskIds id = task_ids(sp);
+    const std::string who = node_label(st) + " task " + std::to_string(id.global) + " (local rank " +
+                            std::to_string(id.rank) + ")";
+    const auto t0 = std::chrono::steady_clock::now();
+
+    // 1. This task's GPUs, published at once so that the others wait as little as possible.
+    TaskGpus mine;
+    std::string own_error;
+    try {
+        mine = own_gpus(sp, st);
+    } catch (const std::exception& e) {
+        own_error = e.what();
+    }
+    Published p;
+    if (own_error.empty()) {
+        p.state = Published::State::Devices;
+        p.per_task = mine.per_task;
+        if (mine.gpu_step) p.devices = mine.devices;
+    }
+    const bool in_time = st.share.publish(id.rank, p);
+    std::vector<Published> all = st.share.wait_all(kShareTimeoutMs);
+    if (!own_error.empty()) return give_up(sp, st, who, own_error, true);
+
+    // 2. The node's device sets, the same in every task.
+    if (std::none_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); }))
+        return no_gpu(sp, st, "no GPU allocated to this step on this node");
+    const std::vector<int> late = ranks_in(all, Published::State::Late);
+    if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
+        task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) + " did not report their GPUs within " +
+                    std::to_string(kShareTimeoutMs / 1000) + " s; planned on GPUs no task holds");
+    const NodeDevices nd = combine_node_devices(static_cast<int>(st.accelerators.size()), all);
+
+    // 3. Plan the node, bind this task.
+    std::string step_failure, failure;
+    TaskPlan task;
+    try {
+        PlanRequest req;
+        req.mode = st.mode;
+        req.mem = st.mem;
+        req.ntasks = static_cast<int>(id.ntasks);
+        req.visible_devices = nd.shared;
+        req.per_task_devices = nd.per_task;
+        HwlocTopology::Allowed allowed = st.topo->allowed();  // the step's cpuset, not Slurm's affinity
+        req.allowed_cpus = std::move(allowed.cpus);
+        req.allowed_mems = std::move(allowed.mems);
+        NodePlan plan = plan_node(st.topo->model(), st.accelerators, req);
+        task = plan.tasks.at(static_cast<size_t>(id.rank));
+        for (const std::string& w : plan.warnings) task.warnings.push_back(w);
+        // The device pointer must outlive `plan`: point it into our own accelerator list.
+        if (task.device) task.device = &st.accelerators.at(static_cast<size_t>(task.device->index));
+    } catch (const std::exception& e) {
+        step_failure = e.what();  // the same in every task: said once
+    }
+    if (!step_failure.empty()) return give_up(sp, st, node_label(st), step_failure);
+    ApplyResult applied = apply_binding(task);
+    if (!applied.ok) return give_up(sp, st, who, applied.error, true);
+    for (std::string& w : applied.warnings) task.warnings.push_back(std::move(w));
+    for (const std::string& w : mine.warnings) task.warnings.push_back(w);
+    if (!in_time) task.warnings.push_back("this task reported its GPUs too late; bound as the others planned it");
+    clear_variables(sp, false);
+    export_binding_env(st.mode, task, [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
+
+    if (st.verbose) {
+        std::string line = who + ": mode " + to_string(st.mode) + ", device ";
+        if (task.device) {
+            line += std::to_string(task.device->index) + " (" + task.device->pci + ") on NUMA " + join(task.device->home_nodes);
+        } else {
+            line += "-";
+        }
+        line += ", cpus " + task.cpus.to_string() + ", mems " + (task.mems.empty() ? "-" : join(task.mems)) + " (" +
+                to_string(task.mem) + "), devices " + join_list(task.devices) + " (holds " + join_list(mine.devices) +
+                ": " + mine.source + ")";
+        for (const std::string& w : task.warnings) line += "; warning: " + w;
+        const double task_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        line += "; took " + std::to_string(static_cast<long>(task_us)) + " us (step setup " +
+                std::to_string(static_cast<long>(st.prepare_us)) + " us)";
+        task_stderr(line);
+    }
+    return 0;
+}
+
+}  // namespace
+
 int stepd_task_init(spank_t sp) {
     State& st = state();
-    if (!st.option_error.empty()) {
-        log_error("error: " + st.option_error);
-        return -1;
-    }
-    if (!st.active) {
-        if (st.explicit_none) spank_setenv(sp, "NUMABIND_MODE", "none", 1);
-        if (st.verbose && !st.skipped_reason.empty()) task_stderr("node " + st.node_name + ": " + st.skipped_reason);
-        return 0;
-    }
-    int rank = 0;
-    uint32_t ntasks = 1, global = 0, stepid = 0;
-    spank_get_item(sp, S_TASK_ID, &rank);
-    spank_get_item(sp, S_TASK_GLOBAL_ID, &global);
-    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks);
-    spank_get_item(sp, S_JOB_STEPID, &stepid);
-    const std::string who = task_label(st, global, rank);
-
-    const auto t0 = std::chrono::steady_clock::now();
-    std::string failure;
     try {
-        TaskPlan task = plan_and_bind(sp, st, rank, static_cast<int>(ntasks), stepid == kBatchStep);
-        export_binding_env(st.mode, task, [sp](const char* k, const std::string& v) {
-            spank_setenv(sp, k, v.c_str(), 1);
-        });
-        if (st.verbose) {
-            std::string line = who + ": mode " + to_string(st.mode) + ", device ";
-            if (task.device) {
-                line += std::to_string(task.device->index) + " (" + task.device->pci + ") on NUMA " +
-                        join(task.device->home_nodes);
-            } else {
-                line += "-";
-            }
-            line += ", cpus " + task.cpus.to_string() + ", mems " + (task.mems.empty() ? "-" : join(task.mems)) +
-                    " (" + to_string(task.mem) + ")";
-            for (const std::string& w : task.warnings) line += "; warning: " + w;
-            const double task_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-            line += "; took " + std::to_string(static_cast<long>(task_us)) + " us (step setup " +
-                    std::to_string(static_cast<long>(st.prepare_us)) + " us)";
-            task_stderr(line);
-        }
-        return 0;
+        return task_init(sp, st);
     } catch (const std::exception& e) {
-        failure = e.what();
+        // Whatever failed (Slurm items, allocation, a parser): fallback= decides, never a bare -1.
+        try {
+            return give_up(sp, st, node_label(st), e.what(), true);
+        } catch (...) {
+        }
+    } catch (...) {
     }
-    if (st.site.fallback == Fallback::Fail) {
-        log_error("error: " + who + ": " + failure + " (fallback=fail)");
-        return -1;
-    }
-    // Nothing to undo: apply_binding puts the affinity and memory policy back when it fails.
-    spank_setenv(sp, "NUMABIND_MODE", "none", 1);
-    task_stderr("warning: " + who + ": " + failure + "; running unbound (fallback=warn)");
-    return 0;
+    return st.site.fallback == Fallback::Fail ? -1 : 0;
 }
 
 void stepd_exit() {
     State& st = state();
+    st.active = st.ours = false;
+    st.share.destroy();
     st.accelerators.clear();
+    st.device_files.clear();
     st.topo.reset();
 }
 

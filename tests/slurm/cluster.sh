@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/slurm/cluster.sh — a private, throw-away Slurm cluster on this machine (as root).
 #
-#   cluster.sh start DIR [--nodes 1|2] [--plugstack FILE] [--cgroup] [--gpus N]
+#   cluster.sh start DIR [--nodes 1|2] [--plugstack FILE] [--cgroup] [--constrain-devices]
+#                        [--gpus N] [--node-gpus NODE:N] [--gres-order I,J,...] [--oversubscribe]
 #                        [--port-base P] [--debug LEVEL] [--conf 'Key=Value']...
 #                        [--slurmd-env NODE:VAR=VALUE]...
 #   cluster.sh stop DIR        # cancel jobs, stop slurmd(s), slurmctld, munged of DIR only
@@ -20,7 +21,12 @@
 #   DIR/ports           "PORT_BASE=..." ; SlurmctldPort=P, node n1 Port=P+1, n2 Port=P+2
 # Nodes are called n1 (and n2), run as `slurmd -N nK` with NodeHostname=localhost,
 # NodeAddr=127.0.0.1; the node shape (CPUs/Sockets/Cores/Threads/RealMemory) is `slurmd -C`'s.
-# Partition "debug" (default) holds all nodes. Each node has Gres=gpu:N (default 2).
+# Partition "debug" (default) holds all nodes. Each node has Gres=gpu:N (default 2;
+# --node-gpus n2:0 gives one node another count, 0 = a node without GPUs). --gres-order
+# 1,0,3,2 lists the fake GPUs in gres.conf in that order of their device files (Slurm's gres
+# index then differs from the file's number, as with a hand-written gres.conf not in PCI
+# order). --constrain-devices implies --cgroup and sets ConstrainDevices=yes (task/cgroup's
+# device cgroup: a task can open only its GPUs' files; open() of the others fails EPERM).
 # The port base defaults to a free block in 20000-31999 derived from $$ (below the kernel's
 # ephemeral range); FirstJobId is derived from it so two clusters never share job ids
 # (which would collide in cgroup paths). DIR/plugstack.conf may be rewritten between srun
@@ -102,8 +108,9 @@ print_logs() {
 cmd_start() {
   [ $# -ge 1 ] || usage
   local dir=$1; shift
-  local nodes=1 plugstack="" cgroup=0 gpus=2 port_base="${NUMABIND_SLURM_PORT_BASE:-}" debug=info
-  local -a extra_conf=() slurmd_env=()
+  local nodes=1 plugstack="" cgroup=0 constrain_devices=no gpus=2 port_base="${NUMABIND_SLURM_PORT_BASE:-}" debug=info
+  local gres_order="" oversubscribe=0
+  local -a extra_conf=() slurmd_env=() node_gpus=()
   while [ $# -gt 0 ]; do
     case $1 in
       --nodes) nodes=$2; shift 2 ;;
@@ -111,6 +118,12 @@ cmd_start() {
       --plugstack) plugstack=$2; shift 2 ;;
       --plugstack=*) plugstack=${1#*=}; shift ;;
       --cgroup) cgroup=1; shift ;;
+      --constrain-devices) cgroup=1; constrain_devices=yes; shift ;;
+      --node-gpus) node_gpus+=("$2"); shift 2 ;;
+      --node-gpus=*) node_gpus+=("${1#*=}"); shift ;;
+      --oversubscribe) oversubscribe=1; shift ;;
+      --gres-order) gres_order=$2; shift 2 ;;
+      --gres-order=*) gres_order=${1#*=}; shift ;;
       --gpus) gpus=$2; shift 2 ;;
       --gpus=*) gpus=${1#*=}; shift ;;
       --port-base) port_base=$2; shift 2 ;;
@@ -181,13 +194,29 @@ cmd_start() {
   chmod 0400 "$dir/munge/munge.key"
 
   # ---- fake GPUs: char devices with NVIDIA's major number 195
-  local g minor=0 gres_conf="AutoDetect=off"$'\n'
+  # (minors from 200 up: no real NVIDIA driver on a test machine answers them)
+  local g minor=200 gres_conf="AutoDetect=off"$'\n' e
+  local -A ngpus=()
+  for n in "${names[@]}"; do ngpus[$n]=$gpus; done
+  for e in ${node_gpus[@]+"${node_gpus[@]}"}; do
+    [[ "$e" =~ ^(n1|n2):([0-8])$ ]] || die "--node-gpus wants NODE:N (N 0..8), got $e"
+    ngpus[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
+  done
   for n in "${names[@]}"; do
-    for ((g = 0; g < gpus; g++)); do
+    local -a order=()
+    for ((g = 0; g < ngpus[$n]; g++)); do order+=("$g"); done
+    if [ -n "$gres_order" ] && [ "${ngpus[$n]}" -gt 0 ]; then
+      IFS=, read -r -a order <<<"$gres_order"
+      [ "$(printf '%s\n' "${order[@]}" | sort -n | tr '\n' ' ')" = "$(seq 0 $((ngpus[$n] - 1)) | tr '\n' ' ')" ] ||
+        die "--gres-order $gres_order is not a permutation of 0..$((ngpus[$n] - 1))"
+    fi
+    for ((g = 0; g < ngpus[$n]; g++)); do
       mknod -m 0666 "$dir/dev/$n/nvidia$g" c 195 "$minor" 2>/dev/null ||
         die "mknod $dir/dev/$n/nvidia$g failed (filesystem mounted nodev?)"
-      gres_conf+="NodeName=$n Name=gpu File=$dir/dev/$n/nvidia$g"$'\n'
       minor=$((minor + 1))
+    done
+    for g in ${order[@]+"${order[@]}"}; do
+      gres_conf+="NodeName=$n Name=gpu File=$dir/dev/$n/nvidia$g"$'\n'
     done
   done
   printf '%s' "$gres_conf" >"$dir/gres.conf"
@@ -247,13 +276,16 @@ cmd_start() {
     echo "KillWait=2"
     echo "InactiveLimit=0"
     echo "SlurmdTimeout=30"
-    echo "SchedulerParameters=sched_interval=1"
+    echo "SchedulerParameters=sched_interval=1,bf_interval=1"  # het jobs start only through backfill
     local k=1
     for n in "${names[@]}"; do
-      echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port_base + k)) $shape Gres=gpu:$gpus State=UNKNOWN"
+      local gres="Gres=gpu:${ngpus[$n]}"; [ "${ngpus[$n]}" = 0 ] && gres=""
+      echo "NodeName=$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port_base + k)) $shape $gres State=UNKNOWN"
       k=$((k + 1))
     done
-    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+    # --oversubscribe: jobs asking for it (-s) may share cores, so a job can hold GPUs while
+    # another one (say, one occupying GPU 0) runs on the same few CPUs
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP$([ "$oversubscribe" = 1 ] && echo " OverSubscribe=YES:4")"
     local l
     for l in ${extra_conf[@]+"${extra_conf[@]}"}; do echo "$l"; done
   } >"$dir/slurm.conf"
@@ -264,7 +296,7 @@ CgroupMountpoint=/sys/fs/cgroup
 ConstrainCores=yes
 ConstrainRAMSpace=no
 ConstrainSwapSpace=no
-ConstrainDevices=no
+ConstrainDevices=$constrain_devices
 EOF
   else
     rm -f "$dir/cgroup.conf"

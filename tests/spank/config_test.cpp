@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "config.hpp"
+#include "log_text.hpp"
 #include "numabind/error.hpp"
 
 namespace nb = numabind;
@@ -56,7 +57,8 @@ TEST(SpankSite, Defaults) {
     EXPECT_EQ(s.mem, nb::MemPolicy::Prefer);
     EXPECT_EQ(s.fallback, Fallback::Warn);
     EXPECT_FALSE(s.verbose);
-    EXPECT_TRUE(s.respect_cpu_bind);
+    EXPECT_TRUE(s.respect_user_bind);
+    EXPECT_TRUE(s.device_files.empty());
     EXPECT_FALSE(s.batch_step);
     EXPECT_TRUE(s.topology.empty());
     EXPECT_TRUE(s.devices.empty());
@@ -64,14 +66,16 @@ TEST(SpankSite, Defaults) {
 
 TEST(SpankSite, EveryKey) {
     SiteConfig s = parse_site_config({"default=socket", "mem=bind", "fallback=fail", "verbose", "devices=10de,class=0x1200",
-                                      "topology=/etc/topo/%n.xml", "respect_cpu_bind=no", "batch_step=yes"});
+                                      "topology=/etc/topo/%n.xml", "respect_user_bind=no", "batch_step=yes",
+                                      "device_files=/dev/nvidia1,/d/%n/nvidia0"});
     EXPECT_EQ(s.default_mode, nb::Mode::Socket);
     EXPECT_EQ(s.mem, nb::MemPolicy::Bind);
     EXPECT_EQ(s.fallback, Fallback::Fail);
     EXPECT_TRUE(s.verbose);
     EXPECT_EQ(s.devices, "10de,class=0x1200");
     EXPECT_EQ(s.topology, "/etc/topo/%n.xml");
-    EXPECT_FALSE(s.respect_cpu_bind);
+    EXPECT_FALSE(s.respect_user_bind);
+    EXPECT_EQ(s.device_files, (std::vector<std::string>{"/dev/nvidia1", "/d/%n/nvidia0"}));
     EXPECT_TRUE(s.batch_step);
     EXPECT_FALSE(parse_site_config({"verbose=no"}).verbose);
 }
@@ -80,7 +84,8 @@ TEST(SpankSite, StrictParsing) {
     for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
              {"bogus=1"}, {"default"}, {"default=fast"}, {"mem=all"}, {"fallback=maybe"}, {"devices=zz"},
              {"topology=relative.xml"}, {"topology=/x/%q.xml"}, {"respect_cpu_bind=perhaps"}, {"batch_step="},
-             {"default=node", "default=socket"}, {"verbose=loud"}}) {
+             {"default=node", "default=socket"}, {"verbose=loud"}, {"device_files=dev/nvidia0"},
+             {"device_files=/dev/nvidia0,"}, {"device_files=/d/%z"}, {"respect_user_bind=yes", "respect_cpu_bind=no"}}) {
         std::string e = usage_error([&] { parse_site_config(args); });
         EXPECT_NE(e.find("plugstack.conf"), std::string::npos) << args[0] << ": " << e;
     }
@@ -95,4 +100,37 @@ TEST(SpankSite, PathExpansion) {
     EXPECT_EQ(expand_path("/plain.xml", "n", "h"), "/plain.xml");
     EXPECT_NE(usage_error([] { expand_path("/t/%", "n", "h"); }), "(no error)");
     EXPECT_NE(usage_error([] { expand_path("/t/%x", "n", "h"); }), "(no error)");
+}
+
+TEST(SpankSite, RespectCpuBindIsTheOldNameOfRespectUserBind) {
+    EXPECT_FALSE(parse_site_config({"respect_cpu_bind=no"}).respect_user_bind);
+    EXPECT_TRUE(parse_site_config({"respect_cpu_bind=yes"}).respect_user_bind);
+    std::string e = usage_error([] { parse_site_config({"respect_cpu_bind=no", "respect_user_bind=no"}); });
+    EXPECT_NE(e.find("given twice"), std::string::npos) << e;
+}
+
+// issue 15 item 1: a user's value must not forge log lines.
+TEST(SpankLogText, UserValuesAreEscapedAndCapped) {
+    const std::string forged = "node\n[2024-01-01T00:00:00.000] error: forged\r\x1b[2J";
+    std::string e = usage_error([&] { parse_option_value(forged); });
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(e.find('\r'), std::string::npos) << e;
+    EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+    EXPECT_NE(e.find("\\x0a"), std::string::npos) << e;
+    const std::string huge(8192, 'x');
+    e = usage_error([&] { parse_option_value(huge); });
+    EXPECT_LT(e.size(), 400u) << e.size();
+    EXPECT_NE(e.find("...'"), std::string::npos);
+    e = usage_error([&] { parse_site_config({"bogus=a\nb"}); });
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST(SpankLogText, QuotedAndLogSafe) {
+    EXPECT_EQ(quoted("node"), "'node'");
+    EXPECT_EQ(quoted("a'b\\c"), "'a\\x27b\\x5cc'");
+    EXPECT_EQ(quoted("abcdef", 3), "'abc...'");
+    EXPECT_EQ(log_safe("ok line"), "ok line");
+    EXPECT_EQ(log_safe("two\nlines\t"), "two\\x0alines\\x09");
+    EXPECT_EQ(log_safe("\xc3\xa9"), "\\xc3\\xa9");
+    EXPECT_EQ(log_safe(std::string(2000, 'y')).size(), kMaxLogLine + 3);
 }

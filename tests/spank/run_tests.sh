@@ -221,10 +221,10 @@ if case_on verbose; then
   t=$(sed -n 's/.*; took \([0-9]*\) us (step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
   [ -n "$t" ] && echo "info - plugin's own timing: task_init ${t%% *} us per task, step setup (topology load) ${t##* } us"
   plug "topology=$ONE verbose default=node"
-  tasks "${N1[@]}" -n2
+  tasks "${N1[@]}" -n2 --gpus-per-node=2
   check "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
   plug "topology=$ONE"
-  tasks "${N1[@]}" -n2 --numa-binding=node
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check "without verbose: nothing on stderr" "" "$(cat "$D/err")"
 fi
 
@@ -300,7 +300,7 @@ EOF
 
   plug "topology=$ONE default=node"
   printf '#!/bin/sh\nsrun -n2 %s/report.sh step\n' "$D" >"$D/job3.sbatch"
-  timeout 90 sbatch --wait "${N1[@]}" -n2 -o "$D/job3.out" "$D/job3.sbatch" >/dev/null 2>"$D/err"
+  timeout 90 sbatch --wait "${N1[@]}" -n2 --gpus=2 -o "$D/job3.out" "$D/job3.sbatch" >/dev/null 2>"$D/err"
   grep '^R step ' "$D/job3.out" | sort -t= -k2,2n >"$D/out"
   check "plugstack default=node applies to steps of a batch job" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
@@ -310,50 +310,55 @@ fi
 # ------------------------------------------------------------------ site default, respect_cpu_bind
 if case_on default; then
   plug "topology=$ONE default=node"
-  tasks "${N1[@]}" -n2
+  tasks "${N1[@]}" -n2 --gpus-per-node=2
   check "default=node without any option: tasks bound" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
-  tasks "${N1[@]}" -n2 --cpu-bind=cores
-  check "respect_cpu_bind=yes (default): explicit --cpu-bind wins over the site default" \
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
+  check "respect_user_bind=yes (default): explicit --cpu-bind wins over the site default" \
     "$(want 0:unset 1:unset)"$'\n'"$BASE" "$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
-  tasks "${N1[@]}" -n2 --cpu-bind=cores --numa-binding=node
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores --numa-binding=node
   check "explicit --numa-binding applies even with --cpu-bind" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
   plug "topology=$ONE default=node respect_cpu_bind=no"
-  tasks "${N1[@]}" -n2 --cpu-bind=cores
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
   check "respect_cpu_bind=no: the site default overrides --cpu-bind" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
   plug "topology=$ONE default=exclusive mem=none"
-  tasks "${N1[@]}" -n2 --numa-binding=node
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check "explicit --numa-binding overrides default=" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ fallback
 if case_on fallback; then
   plug "topology=$NOGPU default=node"
-  tasks "${N1[@]}" -n2
-  check "fallback=warn (default), no GPU in topology: tasks run (rc 0), unbound, NUMABIND_MODE=none" \
+  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  check "site default, no GPU in topology: tasks run (rc 0) untouched, no NUMABIND_*, nothing said" \
+    "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"$'\n'"$(cat "$D/err")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check "fallback=warn (default), explicit mode, no GPU in topology: unbound, NUMABIND_MODE=none" \
     "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
-  check "fallback=warn: one warning per task naming the reason" 2 \
-    "$(grep -c '^numabind: warning: node n1 task [01] .*no accelerator.*running unbound (fallback=warn)' "$D/err")"
+  check "fallback=warn: one warning per step naming the reason and the plugstack key" 1 \
+    "$(grep -c '^numabind: warning: node n1: --numa-binding=node: no accelerator on this node (plugstack devices=.*running unbound (fallback=warn)' "$D/err")"
   plug "topology=$NOGPU default=node fallback=fail"
-  tasks "${N1[@]}" -n2
-  check "fallback=fail, no GPU: srun fails, no task ran" "failed,0" \
+  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  check "fallback=fail, site default, no GPU: the site default does nothing (tasks run)" "0,2" "$RC,$(wc -l <"$D/out" | tr -d ' ')"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check "fallback=fail, explicit mode, no GPU: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
-  check_grep "fallback=fail: clear error on srun's stderr" "numabind: error: node n1 task [01] .*no accelerator.*\(fallback=fail\)" "$D/err"
+  check_grep "fallback=fail: clear error on srun's stderr" "numabind: error: node n1: .*no accelerator.*\(fallback=fail\)" "$D/err"
   plug "topology=$ONE fallback=fail"
-  tasks "${N1[@]}" -n3 -O --numa-binding=exclusive
+  tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
   check "fallback=fail, exclusive with 3 tasks on 2 PUs: srun fails" "failed" "$([ $RC -ne 0 ] && echo failed || echo rc=0)"
   check_grep "fallback=fail: impossible exclusive split reported" "numabind: error: .*exclusive binding impossible" "$D/err"
   plug "topology=$ONE fallback=warn"
-  tasks "${N1[@]}" -n3 -O --numa-binding=exclusive
+  tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
   check "fallback=warn, exclusive with 3 tasks on 2 PUs: 3 tasks run unbound" "0,3,none" \
     "$RC,$(wc -l <"$D/out" | tr -d ' '),$(col "$D/out" mode | cut -d: -f2 | sort -u | tr '\n' ' ' | xargs)"
   plug "topology=$D/topo/missing-%n.xml fallback=fail"
-  tasks "${N1[@]}" -n1 --numa-binding=node
+  tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node
   check_grep "fallback=fail, missing topology file: error names the file" "numabind: error: .*missing-n1.xml" "$D/err"
 fi
 
@@ -368,13 +373,13 @@ if case_on cache; then
   else
     before=$(ls /run/numabind/topology-*.xml 2>/dev/null)
     plug "devices=class=0x0200 fallback=fail"
-    tasks "${N1[@]}" -n1 --numa-binding=node,verbose
+    tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*device 0 \\($NIC\\)" "$D/err"
     cache=$(ls /run/numabind/topology-*.xml 2>/dev/null | head -n1)
     check "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
       "$( [ -n "$cache" ] && stat -c %U:%a "$cache"):$(stat -c %U:%a /run/numabind 2>/dev/null)"
     mtime=$( [ -n "$cache" ] && stat -c %Y.%y "$cache")
-    tasks "${N1[@]}" -n1 --numa-binding=node,verbose
+    tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
       "$RC:$(col "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
     [ -z "$before" ] && rm -f /run/numabind/topology-*.xml
@@ -438,7 +443,7 @@ echo "required $D/spank_numabind.so topology=$ONE default=exclusive" >"$D/plugst
 echo "BENCH none=\$a,\$a2 loaded=\$b bind=\$c,\$c2"
 EOF
   chmod 0755 "$D/bench.sh"
-  line=$(timeout 120 salloc "${N1[@]}" -n2 "$D/bench.sh" 2>/dev/null | grep '^BENCH')
+  line=$(timeout 120 salloc "${N1[@]}" -n2 --gpus-per-node=2 "$D/bench.sh" 2>/dev/null | grep '^BENCH')
   # microseconds per step -> "x.y" ms
   fmt() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1000 }'; }
   if [ -n "$line" ]; then
@@ -481,7 +486,7 @@ if case_on cgroup; then
       "0:node:$cg" "$(mc "$D/out")"
     if [ "$cg" != "$home" ]; then
       check_grep "task/cgroup: GPU home without an allowed CPU -> nearest allowed CPUs, with a warning" \
-        "no allowed CPU on NUMA node\(s\) $(numa_os "$SWAP" 0) of device 0" "$D/err"
+        "no allowed CPU on NUMA node\(s\) $(numa_os "$SWAP" 0) of device\(s\) 0" "$D/err"
     fi
     tasks -n2 --gpus-per-task=1 --numa-binding=node,mem=none
     check "task/cgroup, 2 tasks with a GPU each: each on its GPU's node" \

@@ -1,0 +1,56 @@
+// numabind SPANK plugin: one exchange per step and node among the local tasks. slurmstepd
+// maps a small MAP_SHARED|MAP_ANONYMOUS region before the tasks fork (as pyxis shares its
+// container start); each task publishes its device set there and waits, bounded, for the
+// others, so every task plans the node from the same sets. Lock-free: every slot moves
+// once from empty to published or to missing (set by the first task whose wait ran out),
+// so all tasks end up reading the same final state. Waiting uses a futex on the shared
+// counter (no busy loop: overcommitted tasks share CPUs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "devices.hpp"
+
+namespace numabind::spank {
+
+class NodeShare {
+public:
+    // Messages said once per step on this node, whichever task gets there first.
+    enum class Once : uint32_t { Skipped, NoGpu, Missing, Failure, OptionError, Count };
+
+    NodeShare() = default;
+    ~NodeShare();
+    NodeShare(const NodeShare&) = delete;
+    NodeShare& operator=(const NodeShare&) = delete;
+
+    // In slurmstepd before the tasks fork. False when the mapping fails (tasks then plan
+    // alone and say so).
+    bool create(int ntasks, int accelerator_count);
+    void destroy();  // slurmstepd, at exit
+    bool ready() const { return base_ != nullptr; }
+    int ntasks() const { return ntasks_; }
+
+    // True for exactly one caller per step and kind.
+    bool claim(Once kind);
+
+    // Publishes task `rank`'s set (or that it has none to give). Returns false when the
+    // wait of another task already ran out and this task was recorded as missing.
+    bool publish(int rank, const Published& mine);
+    // Waits until every slot is final or `timeout_ms` after the first publication passed,
+    // then marks the slots still empty as missing. Returns every task's final entry.
+    std::vector<Published> wait_all(int timeout_ms);
+
+private:
+    struct Header;
+    Header* header() const;
+    uint32_t* slot(int rank) const;  // state, length, then `devices_` int32 entries
+
+    void* base_ = nullptr;
+    size_t size_ = 0;
+    int ntasks_ = 0;
+    int devices_ = 0;
+};
+
+}  // namespace numabind::spank
