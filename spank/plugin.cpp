@@ -33,6 +33,7 @@ State& state() {
 }
 
 void log_error(const std::string& msg) { slurm_error("numabind: %s", log_safe(msg).c_str()); }
+void log_info(const std::string& msg) { slurm_info("numabind: %s", log_safe(msg).c_str()); }
 
 void task_stderr(const std::string& msg) {
     const std::string line = "numabind: " + log_safe(msg) + "\n";

@@ -194,7 +194,12 @@ int stepd_prepare(spank_t sp) {
         } else {
             // This machine: the per-boot cache (/run/numabind, written here as root on the
             // first step after boot) instead of a live discovery on every step.
-            topo = load_this_machine();
+            CacheOutcome cache;
+            topo = load_this_machine({}, &cache);
+            // A lasting cache problem costs every step a live discovery: said once per boot.
+            if (cache.should_report)
+                log_info("topology cache " + std::string(to_string(cache.result)) + " (" + cache.path + "): " +
+                         cache.detail + "; every step discovers the node live until this is fixed");
         }
         if (!topo) throw Error("no topology loaded");
         std::vector<Accelerator> accs = find_accelerators(topo->model(), st.site.matcher);
@@ -301,7 +306,20 @@ int task_init(spank_t sp, State& st) {
         step_failure = e.what();  // the same in every task: said once
     }
     if (!step_failure.empty()) return give_up(sp, st, node_label(st), step_failure);
-    ApplyResult applied = apply_binding(task);
+    // Restores the previous placement on every way out until keep(), so that a task is
+    // either bound as NUMABIND_* says or exactly as it was.
+    ScopedBinding binding;
+    ApplyResult applied = binding.apply(task);
+    if (!applied.ok && !applied.restored) {
+        // Neither bound as planned nor as before: say what the task really has.
+        const int rc = give_up(sp, st, who,
+                               applied.error + "; the previous placement could not be restored (CPUs now " +
+                                   applied.cpus.to_string() + ", memory " + applied.mem_policy + ")",
+                               true);
+        spank_setenv(sp, "NUMABIND_CPUS", applied.cpus.to_string().c_str(), 1);
+        spank_setenv(sp, "NUMABIND_MEMS", applied.mem_nodes.to_string().c_str(), 1);
+        return rc;
+    }
     if (!applied.ok) return give_up(sp, st, who, applied.error, true);
     for (std::string& w : applied.warnings) task.warnings.push_back(std::move(w));
     for (const std::string& w : mine.warnings) task.warnings.push_back(w);
@@ -325,6 +343,7 @@ int task_init(spank_t sp, State& st) {
                 std::to_string(static_cast<long>(st.prepare_us)) + " us)";
         task_stderr(line);
     }
+    binding.keep();
     return 0;
 }
 
