@@ -693,8 +693,9 @@ def check_api(R, K, shape, cases, apis):
                         "got %s" % pages)
         moved = int(kv.get("result_pages_moved", "-1"))
         if migrate:
-            R.check(res.get("migrated") is True and moved >= moved_pages,
-                    tag + ": numabind reports migrated, at least the %d buffer pages moved" % moved_pages,
+            # the buffer's pages were all off home (checked above); other anonymous pages may move too
+            R.check(res.get("migrated") is True and moved >= total,
+                    tag + ": numabind reports migrated, at least the %d buffer pages moved" % total,
                     "migrated=%s pages_moved=%d" % (res.get("migrated"), moved))
         else:
             R.check(moved == 0 and not res.get("migrated"), tag + ": migrate=0 reports no pages moved",
