@@ -8,7 +8,8 @@
  * nb_api_probe [--threads N] [--touch-mib M --touch-node K] [--reset-thread]
  *              [--hold FILE] [KEY=VALUE]...      (KEY: numabind_options_set keys)
  * Output, one key=value per line: status=, error=, result=<json>, thread=TID cpus=.. policy=..,
- * buffer_pages_by_node=N0=..,N1=.., buffer_numa_maps=<line>, reset_tid=TID.
+ * buffer_pages_by_node=N0=..,N1=.., buffer_numa_maps=<line>, reset_tid=TID, bind_ms= (numabind_bind's
+ * wall time).
  * --reset-thread: after binding, one thread sets its own affinity back to every CPU the
  * process may use (as OpenMP runtimes do). --hold FILE: then write "ready" to FILE and wait
  * until stdin reaches EOF (for `numabind show --pid`). */
@@ -198,8 +199,12 @@ int main(int argc, char **argv) {
     }
 
     numabind_result *res = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int st = numabind_bind(opts, &res, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("status=%d\nerror=%s\n", st, st == NUMABIND_OK ? "" : err);
+    printf("bind_ms=%.1f\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     if (res) {
         printf("result=%s\nresult_threads=%d\nresult_pages_moved=%ld\n", numabind_result_json(res),
                numabind_result_threads(res), numabind_result_pages_moved(res));

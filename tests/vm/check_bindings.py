@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Check what numabind did inside the test guest against the guest kernel's own facts.
 
-    check_bindings.py [--strict] SHAPE CASES OUTPUT
+    check_bindings.py [--strict] [--api TABLE] SHAPE CASES OUTPUT
 
 SHAPE   epyc or snc (only used in messages and for shape-specific checks)
 CASES   the case table the payload ran (tests/vm/payload/SHAPE.cases)
 OUTPUT  PAYLOAD_DIR/output.txt written by tests/vm/payload/run.sh in the guest
+TABLE   the C API case table the payload ran (tests/vm/payload/SHAPE.api): nb_api_probe
+        calls numabind_bind in a process that already runs threads and has touched memory
+        on another node; checked per thread (/proc/self/task/*/status and numa_maps) and
+        per page (move_pages, numa_maps) against the same kernel facts
 
 Every expected CPU set, node and L3 comes from the kernel facts printed by
 guest-facts.sh in the same guest (/sys/devices/system/node, /sys/devices/system/cpu,
@@ -88,6 +92,7 @@ def parse_output(path):
     runs {(id, rank): (rc, {key: value}, [other lines])}, timings [str],
     cpusets {plan id: None | (cpus, mems, effective cpus, effective mems)}, cpuset events"""
     facts, topo, plans, runs, times = {}, {}, {}, {}, []
+    apis = {}  # C API case id -> (rc, [probe output lines])
     cpusets = {}  # plan id -> (requested cpus, mems, effective cpus, mems) or None
     events = []   # cpuset lines, in order
     current = None
@@ -110,6 +115,8 @@ def parse_output(path):
                 elif line.startswith("@@CPUSET_FAILED"):
                     events.append(line[2:])
                     current = ("failed",)
+                elif line.startswith("@@API "):
+                    block, name, lines = "api", line[6:], []
                 elif line.startswith("@@RUN "):
                     _, cid, rank = line.split()
                     block, name, lines = "run", (cid, int(rank)), []
@@ -133,6 +140,8 @@ def parse_output(path):
                     if "=" in ln:
                         k, v = ln.split("=", 1)
                         facts[k] = v
+            elif block == "api":
+                apis[name] = (rc, body)
             elif block in ("topo", "plan"):
                 try:
                     js = json.loads("\n".join(body)) if rc == 0 else None
@@ -150,7 +159,7 @@ def parse_output(path):
                         other.append(ln)
                 runs[name] = (rc, kv, other)
             block = None
-    return facts, topo, plans, runs, times, cpusets, events
+    return facts, topo, plans, runs, times, cpusets, events, apis
 
 
 def parse_cases(path):
@@ -248,6 +257,17 @@ class Kernel:
 
 
 # ---------------------------------------------------------------------------- checks
+def owned_devices(ntasks, visible, rank):
+    """The documented ownership rule: with at least as many tasks as devices task r owns
+    visible[r mod n]; with fewer, contiguous blocks in list order, larger blocks first."""
+    n = len(visible)
+    if ntasks >= n:
+        return [visible[rank % n]]
+    base, extra = divmod(n, ntasks)
+    start = rank * base + min(rank, extra)
+    return visible[start:start + base + (1 if rank < extra else 0)]
+
+
 MEMPOLICY = {"bind": "bind", "interleave": "interleave", "none": "default"}
 
 
@@ -321,7 +341,10 @@ def check_case(R, K, shape, case, plans, runs, cpuset):
     # per task: kernel expectations
     exp = []
     for r in range(n):
-        idx = visible[r % len(visible)]
+        owned = owned_devices(n, visible, r)
+        if len(owned) > 1 and mode != "none":
+            raise ValueError("%s: tasks owning several devices are modelled for mode none only" % tag)
+        idx = owned[0]
         addr = accs[idx]
         home, fallback = K.home(addr)
         e = {"idx": idx, "pci": addr, "home": home, "fallback": fallback, "cpu_nodes": home, "near": False,
@@ -526,16 +549,175 @@ def check_case(R, K, shape, case, plans, runs, cpuset):
                 known="cross-home-overlap" if mixed else None)
 
 
+# ---------------------------------------------------------------------------- C API
+def parse_api_cases(path):
+    """SHAPE.api: ID|THREADS|TOUCH_MIB|TOUCH_NODE|KEY=VALUE ... (numabind_options)"""
+    cases = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            cid, threads, mib, node, opts = line.split("|", 4)
+            o = dict(x.split("=", 1) for x in opts.split())
+            cases.append({"id": cid, "threads": int(threads), "mib": int(mib),
+                          "touch_node": None if node == "-" else int(node), "opts": o})
+    return cases
+
+
+def parse_probe(lines):
+    """nb_api_probe output -> (top-level {key: value}, [(tid, cpus, policy)],
+    {"before"|"after": (move_pages {node: pages} or None, numa_maps {node: pages} or None)})"""
+    kv, threads, buf = {}, [], {}
+    section = "start"
+    for ln in lines:
+        if ln in ("before:", "after:"):
+            section = ln[:-1]
+            continue
+        m = re.match(r"^thread=(\d+) cpus=(\S*) policy=(.*)$", ln)
+        if m:
+            threads.append((m.group(1), parse_list(m.group(2)), m.group(3)))
+            continue
+        if ln.startswith("buffer_pages_by_node="):
+            v = ln.split("=", 1)[1]
+            pages = None
+            if not v.startswith("error"):
+                pages = {}
+                for x in filter(None, v.split(",")):
+                    k, c = x.split("=")
+                    pages[int(k[1:]) if k.startswith("N") else k] = int(c)
+            buf.setdefault(section, [None, None])[0] = pages
+            continue
+        if ln.startswith("buffer_numa_maps="):
+            counts = {int(a): int(b) for a, b in re.findall(r"\bN(\d+)=(\d+)", ln)}
+            buf.setdefault(section, [None, None])[1] = counts
+            continue
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", ln)
+        if m and m.group(1) not in kv:
+            kv[m.group(1)] = m.group(2)
+    return kv, threads, buf
+
+
+def numa_maps_policy(mem, nodes):
+    """The policy column the kernel (mpol_to_str) writes in numa_maps for this request."""
+    if mem == "none":
+        return "default"
+    name = {"bind": "bind", "interleave": "interleave"}.get(mem) or ("prefer" if len(nodes) == 1 else "prefer (many)")
+    return "%s:%s" % (name, fmt(nodes))
+
+
+def api_expected_cpus(K, accs, visible, ntasks, rank, mode):
+    """This rank's CPUs by numabind's documented rule, from the kernel's facts only
+    (node: the home's CPUs; exclusive: contiguous even blocks of them, remainder first,
+    in device/rank order among the ranks sharing the home)."""
+    home = lambda r: K.home(accs[visible[r % len(visible)]])[0]
+    hc = sorted(K.cpus_of(home(rank)))
+    if mode == "node":
+        return set(hc)
+    if mode != "exclusive":
+        raise ValueError("C API case mode %s: only node and exclusive are modelled here" % mode)
+    members = sorted((r for r in range(ntasks) if home(r) == home(rank)), key=lambda r: (visible[r % len(visible)], r))
+    k, out, start = len(members), {}, 0
+    for i, r in enumerate(members):
+        size = len(hc) // k + (1 if i < len(hc) % k else 0)
+        out[r] = set(hc[start:start + size])
+        start += size
+    return out[rank]
+
+
+def check_api(R, K, shape, cases, apis):
+    for case in cases:
+        o, cid = case["opts"], case["id"]
+        tag = "%s api %s" % (shape, cid)
+        accs = K.accelerators(o.get("device_match", ""))
+        visible = [int(x) for x in o["devices"].split(",")] if "devices" in o else list(range(len(accs)))
+        ntasks, rank = int(o.get("ntasks", 1)), int(o.get("local_rank", 0))
+        if len(owned_devices(ntasks, visible, rank)) > 1:
+            raise ValueError("%s: tasks owning several devices are not modelled here" % tag)
+        mode, mem, migrate = o.get("mode", "node"), o.get("mem", "prefer"), o.get("migrate", "0") == "1"
+        addr = accs[visible[rank % len(visible)]]
+        home, fallback = K.home(addr)
+        want_cpus = api_expected_cpus(K, accs, visible, ntasks, rank, mode)
+        want_pol = numa_maps_policy(mem, home)
+        rc, lines = apis.get(cid, (None, ["no output"]))
+        kv, threads, buf = parse_probe(lines)
+        if not R.check(rc == 0 and kv.get("status") == "0", tag + ": probe exit 0, numabind_bind status 0",
+                       "rc=%s status=%s error=%s | %s" % (rc, kv.get("status"), kv.get("error"), " | ".join(lines[-5:]))):
+            continue
+        R.check("touch_policy_error" not in kv, tag + ": the probe's set_mempolicy for the touch worked",
+                kv.get("touch_policy_error", ""))
+        nthreads = case["threads"] + 1
+        R.check(len(threads) == nthreads, tag + ": %d threads in /proc/self/task (%d started before the call)"
+                % (nthreads, case["threads"]), "got %d" % len(threads))
+        bad = [(t, fmt(c)) for t, c, _ in threads if c != want_cpus]
+        R.check(not bad and threads, tag + ": every thread's Cpus_allowed_list = %s (%s of %s, sysfs numa_node %s: node(s) %s)"
+                % (fmt(want_cpus), mode, addr, K.pci[addr]["numa_node"], home),
+                "threads off the plan: %s" % bad)
+        R.check(want_cpus <= K.cpus_of(home), tag + ": those cpus lie on node(s) %s (nodeN/cpulist)" % home)
+        badp = [(t, p) for t, _, p in threads if p != want_pol]
+        R.check(not badp and threads, tag + ": every thread's memory policy (task/TID/numa_maps) is %s" % want_pol,
+                "threads: %s" % badp)
+        R.check(kv.get("result_threads") == str(nthreads), tag + ": numabind reports %d threads bound" % nthreads,
+                "result_threads=%s" % kv.get("result_threads"))
+        try:
+            res = json.loads(kv.get("result", ""))
+        except ValueError:
+            res = {}
+        R.check(set(res.get("cpus", [])) == want_cpus and res.get("mems") == home,
+                tag + ": its result names cpus %s mems %s" % (fmt(want_cpus), home),
+                "result cpus %s mems %s" % (res.get("cpus"), res.get("mems")))
+        print("INFO %s: bind_ms=%s threads=%d pages_moved=%s" % (tag, kv.get("bind_ms"), len(threads),
+                                                               kv.get("result_pages_moved")))
+        if case["touch_node"] is None:
+            continue
+        total, tn = case["mib"] * 256, case["touch_node"]
+        R.check(tn not in home, tag + ": touch node %d is off the home node(s) %s" % (tn, home))
+        before = buf.get("before", [None, None])
+        after = buf.get("after", [None, None])
+        for label, pages in (("move_pages", before[0]), ("numa_maps", before[1])):
+            R.check(pages == {tn: total}, tag + ": before the call %s has all %d pages on node %d" % (label, total, tn),
+                    "got %s" % pages)
+        moved_pages = 0
+        for label, pages in (("move_pages", after[0]), ("numa_maps", after[1])):
+            pages = pages or {}
+            on_home = sum(c for n, c in pages.items() if n in home)
+            if label == "move_pages":
+                moved_pages = on_home
+            if migrate:
+                R.check(sum(pages.values()) == total and on_home == total,
+                        tag + ": migrate=1: after the call %s has all %d pages on node(s) %s" % (label, total, home),
+                        "got %s" % pages)
+            else:
+                R.check(pages == {tn: total},
+                        tag + ": migrate=0: after the call %s still has all %d pages on node %d" % (label, total, tn),
+                        "got %s" % pages)
+        moved = int(kv.get("result_pages_moved", "-1"))
+        if migrate:
+            # the buffer's pages were all off home (checked above); other anonymous pages may move too
+            R.check(res.get("migrated") is True and moved >= total,
+                    tag + ": numabind reports migrated, at least the %d buffer pages moved" % total,
+                    "migrated=%s pages_moved=%d" % (res.get("migrated"), moved))
+        else:
+            R.check(moved == 0 and not res.get("migrated"), tag + ": migrate=0 reports no pages moved",
+                    "migrated=%s pages_moved=%d" % (res.get("migrated"), moved))
+        print("INFO %s: %d pages touched on node %d; on node(s) %s after the call: %d (move_pages)"
+              % (tag, total, tn, home, moved_pages))
+
+
 def main(argv):
     strict = os.environ.get("NBVM_STRICT") == "1"
-    if argv and argv[0] == "--strict":
-        strict, argv = True, argv[1:]
+    api_path = None
+    while argv and argv[0] in ("--strict", "--api"):
+        if argv[0] == "--strict":
+            strict, argv = True, argv[1:]
+        else:
+            api_path, argv = argv[1], argv[2:]
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     shape, cases_path, out_path = argv
     R = Result(strict)
-    facts, topo, plans, runs, times, cpusets, events = parse_output(out_path)
+    facts, topo, plans, runs, times, cpusets, events, apis = parse_output(out_path)
     if not R.check(bool(facts), "%s: guest printed its kernel facts" % shape):
         return 1
     K = Kernel(facts)
@@ -553,6 +735,10 @@ def main(argv):
                     "%s: back in the root cgroup: cpus %s mems %s" % (shape, fmt(K.cpus), fmt(K.nodes)), ev)
     for case in cases:
         check_case(R, K, shape, case, plans, runs, cpusets.get(case["id"]))
+    if api_path:
+        api_cases = parse_api_cases(api_path)
+        R.check(bool(api_cases), "%s: C API case table %s has cases" % (shape, api_path))
+        check_api(R, K, shape, api_cases, apis)
     R.check("DONE" in "".join(times) or any(t.startswith("TIME payload") for t in times),
             "%s: payload ran to the end" % shape)
     for t in times:

@@ -1,9 +1,10 @@
 #!/bin/bash
 # numabind in a real multi-NUMA kernel: boots the QEMU test guest once per shape,
 # runs `numabind plan --json` and `numabind run ... -- probe` for every case of
-# tests/vm/payload/SHAPE.cases and every local rank, plus `numabind topo --json`,
-# and checks the result (tests/vm/check_bindings.py) against the guest kernel's own
-# facts (sysfs: node cpulists, PCI numa_node, CPU packages and L3s).
+# tests/vm/payload/SHAPE.cases and every local rank, plus `numabind topo --json`
+# and (with --api-probe) the C API cases of tests/vm/payload/SHAPE.api, and checks
+# the result (tests/vm/check_bindings.py) against the guest kernel's own facts
+# (sysfs: node cpulists, PCI numa_node, CPU packages and L3s).
 #
 #   tests/vm/numabind_vm_test.sh [options] NUMABIND_BINARY
 #
@@ -15,6 +16,10 @@
 #   --keep        keep the payload directories (always kept when a check fails)
 #   --strict      known numabind bugs (XFAIL) fail the test too (also NBVM_STRICT=1)
 #   --timeout S   QEMU wall-clock limit per boot (default 180)
+#   --api-probe P nb_api_probe (tests/python/nb_api_probe.c, linked against
+#                 libnumabind.so): runs the C API cases (numabind_bind with threads
+#                 started before it, migrate=1 of pages touched off home); bundled with
+#                 libnumabind.so.0 and its libraries
 #   --serial      boot the shapes one after the other (default: in parallel when the
 #                 host has a CPU per shape)
 #
@@ -31,6 +36,7 @@ STRICT=${NBVM_STRICT:-0}
 TIMEOUT=180
 PARALLEL=1
 SHAPES=()
+API_PROBE=
 while [ $# -gt 0 ]; do
     case "$1" in
         --shape) SHAPES+=("$2"); shift 2 ;;
@@ -40,6 +46,7 @@ while [ $# -gt 0 ]; do
         --strict) STRICT=1; shift ;;
         --timeout) TIMEOUT=$2; shift 2 ;;
         --serial) PARALLEL=0; shift ;;
+        --api-probe) API_PROBE=$(realpath "$2"); shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "numabind_vm_test: unknown option $1" >&2; exit 2 ;;
         *) break ;;
@@ -49,6 +56,10 @@ done
 NUMABIND=$(realpath "$1")
 [ -x "$NUMABIND" ] || { echo "numabind_vm_test: $1 is not executable" >&2; exit 2; }
 [ ${#SHAPES[@]} -gt 0 ] || SHAPES=(epyc snc)
+if [ -n "$API_PROBE" ] && [ ! -x "$API_PROBE" ]; then
+    echo "numabind_vm_test: --api-probe $API_PROBE is not executable" >&2; exit 2
+fi
+[ -n "$API_PROBE" ] || echo "INFO no --api-probe: the C API cases (SHAPE.api) are not run"
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 IMG=${IMG:-$WORK/image}
@@ -88,10 +99,19 @@ make_payload() {
     [ -f "$CASES" ] || { echo "FAIL no case table $CASES"; return 1; }
     rm -rf "$PD"
     mkdir -p "$PD"
-    "$HERE/bundle.sh" "$PD" "$NUMABIND" >/dev/null || { echo "FAIL $shape: bundle.sh $NUMABIND"; return 1; }
+    "$HERE/bundle.sh" "$PD" "$NUMABIND" $API_PROBE >/dev/null ||
+        { echo "FAIL $shape: bundle.sh $NUMABIND $API_PROBE"; return 1; }
     if [ "$(basename "$NUMABIND")" != numabind ]; then mv "$PD/bin/$(basename "$NUMABIND")" "$PD/bin/numabind"; fi
-    # the guest copies the program into RAM at boot; debug info only slows that down
+    # the guest copies the programs (and the sysroot) into RAM at boot; debug info only
+    # slows that down (libnumabind.so.0 lands at its build-tree path, the probe's RUNPATH)
     strip --strip-debug "$PD/bin/numabind" 2>/dev/null || true
+    if [ -n "$API_PROBE" ]; then
+        [ -f "$HERE/payload/$shape.api" ] || { echo "FAIL no C API case table $HERE/payload/$shape.api"; return 1; }
+        [ "$(basename "$API_PROBE")" = nb_api_probe ] || mv "$PD/bin/$(basename "$API_PROBE")" "$PD/bin/nb_api_probe"
+        strip --strip-debug "$PD/bin/nb_api_probe" 2>/dev/null || true
+        find "$PD/sysroot" -name 'libnumabind.so*' -exec strip --strip-debug {} + 2>/dev/null || true
+        cp "$HERE/payload/$shape.api" "$PD/api.txt"
+    fi
     cp "$PROBE" "$PD/bin/probe"
     cp "$HERE/payload/run.sh" "$HERE/guest-facts.sh" "$PD/"
     cp "$CASES" "$PD/cases.txt"
@@ -145,6 +165,7 @@ for shape in "${READY[@]}"; do
         continue
     fi
     if [ "$STRICT" = 1 ]; then set -- --strict; else set --; fi
+    if [ -n "$API_PROBE" ]; then set -- "$@" --api "$HERE/payload/$shape.api"; fi
     python3 "$HERE/check_bindings.py" "$@" "$shape" "$HERE/payload/$shape.cases" "$PD/output.txt" ||
         SHAPE_FAILED=1
     if [ "$SHAPE_FAILED" = 1 ]; then

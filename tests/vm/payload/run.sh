@@ -9,6 +9,8 @@
 #                                 (probe output and numabind's stderr, 2>&1)
 #   @@RC N                        exit status of the command above (inside its block)
 #   @@ERR line                    stderr of plan/topo
+#   @@API ID ... @@END            nb_api_probe --threads T [--touch-mib M --touch-node K] OPTIONS
+#                                 (a C program calling numabind_bind; its output, 2>&1)
 #   @@TIME NAME SECONDS           guest time of a step
 #
 #   @@CPUSET CPUS MEMS EFF_CPUS EFF_MEMS   the cases below run in a cpuset cgroup
@@ -17,12 +19,15 @@
 # $PAYLOAD/cases.txt, one case per line:  ID|NTASKS|PROBE_MIB|ARGS...  (# comments);
 # a line "@cpuset CPUS MEMS" runs the cases after it in a cgroup v2 cpuset ("- -": root).
 # $PAYLOAD/topo.txt, one device-match spec per line for `numabind topo --json`.
+# $PAYLOAD/api.txt (optional, with bin/nb_api_probe): ID|THREADS|TOUCH_MIB|TOUCH_NODE|OPTIONS
+# (numabind_options KEY=VALUE; TOUCH_NODE "-": no touch); these run first, in the root cgroup.
 P=$PAYLOAD
 # Programs run from the RAM file system: exec from the 9p share (cache=none) rereads
 # the binary each time and costs ~3x more under TCG.
 B=/tmp/bin
 mkdir -p "$B"
 cp "$P/bin/numabind" "$P/bin/probe" "$B/"
+[ -f "$P/api.txt" ] && cp "$P/bin/nb_api_probe" "$P/api.txt" /tmp/
 up() { cut -d' ' -f1 /proc/uptime; }
 t_all=$(up)
 echo "@@GUEST_UPTIME $t_all"
@@ -44,6 +49,21 @@ while IFS= read -r match; do
     echo "@@END"
     echo "@@TIME topo $(awk -v a="$a" -v b="$(up)" 'BEGIN { printf "%.2f", b - a }')"
 done < /tmp/topo.txt
+
+# C API: numabind_bind from inside a process that already runs threads and touched memory
+if [ -f /tmp/api.txt ]; then
+    a_api=$(up)
+    while IFS='|' read -r id threads mib node opts; do
+        case "$id" in ''|'#'*) continue ;; esac
+        echo "@@API $id"
+        if [ "$node" = - ]; then touch=; else touch="--touch-mib $mib --touch-node $node"; fi
+        # shellcheck disable=SC2086 # TOUCH and OPTIONS are split on purpose
+        /tmp/nb_api_probe --threads "$threads" $touch $opts < /dev/null 2>&1
+        echo "@@RC $?"
+        echo "@@END"
+    done < /tmp/api.txt
+    echo "@@TIME api $(awk -v a="$a_api" -v b="$(up)" 'BEGIN { printf "%.2f", b - a }')"
+fi
 
 nruns=0
 t_runs=0
