@@ -371,10 +371,15 @@ static void run_step(void) {
         hook_exit(sp, plug_ac, plug_av);
         exited = 1;
     }
+    // All tasks at once, as slurmstepd forks them: the plugin's tasks wait for each other
+    // (one node plan per step), so running them one after another would time out.
+    pid_t pids[kMaxTasks];
     for (int t = 0; t < kMaxTasks; ++t) {
-        pid_t pid = fork();
-        if (pid == 0) run_task(t);
-        int status = wait_child(pid);
+        pids[t] = fork();
+        if (pids[t] == 0) run_task(t);
+    }
+    for (int t = 0; t < kMaxTasks; ++t) {
+        int status = wait_child(pids[t]);
         if (status < 0 || !WIFEXITED(status)) {
             shared->task_verdict[t] = -(WIFSIGNALED(status) ? WTERMSIG(status) : 255);
         }
