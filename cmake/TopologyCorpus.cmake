@@ -6,7 +6,7 @@
 # ../shared/topologies beside the source tree, made absolute here. Tests, benchmarks and
 # fuzz seeds also honour the environment variable at run time; where the directory is
 # absent, exactly the corpus tests are skipped, naming the variable.
-include_guard(GLOBAL)
+include_guard(DIRECTORY)
 
 if(DEFINED ENV{NUMABIND_TOPOLOGY_CORPUS} AND NOT "$ENV{NUMABIND_TOPOLOGY_CORPUS}" STREQUAL "")
   set(_nb_corpus_default "$ENV{NUMABIND_TOPOLOGY_CORPUS}")
@@ -58,10 +58,15 @@ if(NUMABIND_CORPUS_PRESENT)
   list(SORT NUMABIND_CORPUS_GPU_XMLS)
   list(LENGTH NUMABIND_CORPUS_XMLS _nb_nx)
   list(LENGTH NUMABIND_CORPUS_GPU_XMLS _nb_ngx)
-  message(STATUS "Topology corpus: ${NUMABIND_TOPOLOGY_CORPUS_ABS} (${_nb_nx} XML files, ${_nb_ngx} with GPUs)")
+  set(_nb_corpus_line "Topology corpus: ${NUMABIND_TOPOLOGY_CORPUS_ABS} (${_nb_nx} XML files, ${_nb_ngx} with GPUs)")
 else()
-  message(STATUS "Topology corpus not found at ${NUMABIND_TOPOLOGY_CORPUS_ABS}: corpus tests will be skipped "
+  set(_nb_corpus_line "Topology corpus not found at ${NUMABIND_TOPOLOGY_CORPUS_ABS}: corpus tests will be skipped "
                  "(set NUMABIND_TOPOLOGY_CORPUS to the directory of INDEX.md and expected_gpu_locality.json)")
+endif()
+get_property(_nb_reported GLOBAL PROPERTY NUMABIND_CORPUS_REPORTED)
+if(NOT _nb_reported)
+  message(STATUS "${_nb_corpus_line}")
+  set_property(GLOBAL PROPERTY NUMABIND_CORPUS_REPORTED ON)
 endif()
 # As C++ string literals: "a.xml,b.xml"
 string(REPLACE ";" "," NUMABIND_CORPUS_XMLS_CSV "${NUMABIND_CORPUS_XMLS}")
@@ -80,29 +85,36 @@ endif()
 string(REPLACE "\n" ";" NUMABIND_TOPOLOGY_PRESETS "${_nb_presets}")
 string(REPLACE ";" "," NUMABIND_TOPOLOGY_PRESETS_CSV "${NUMABIND_TOPOLOGY_PRESETS}")
 
-# numabind_generated_topologies(TARGET DIR): a target writing, for every preset at build time,
-# DIR/<preset>.xml, DIR/<preset>.json (the generator's inputs) and DIR/<preset>.hwloc.json
-# (what hwloc-calc / hwloc-info say about the XML: the tests' expected values).
+# numabind_generated_topologies(TARGET DIR [XML_ONLY]): a target writing, for every preset at
+# build time, DIR/<preset>.xml, DIR/<preset>.json (the generator's inputs) and, unless
+# XML_ONLY, DIR/<preset>.hwloc.json (what hwloc-calc / hwloc-info say about the XML: the
+# tests' expected values).
 function(numabind_generated_topologies target dir)
+  cmake_parse_arguments(arg "XML_ONLY" "" "" ${ARGN})
   if(NOT NUMABIND_LSTOPO_NO_GRAPHICS)
     message(WARNING "lstopo-no-graphics (Debian package hwloc) not found: no generated topologies in ${dir}; "
                     "the tests that use them will fail")
     add_custom_target(${target})
     return()
   endif()
-  set(outputs "")
   set(oracle "${PROJECT_SOURCE_DIR}/tests/tools/hwloc_oracle.py")
+  set(outputs "")
   foreach(p IN LISTS NUMABIND_TOPOLOGY_PRESETS)
+    set(files "${dir}/${p}.xml" "${dir}/${p}.json")
+    set(commands COMMAND "${Python3_EXECUTABLE}" "${NUMABIND_GEN_TOPOLOGY}" --preset ${p} -o "${dir}/${p}.xml"
+                         --facts "${dir}/${p}.json")
+    if(NOT arg_XML_ONLY)
+      list(APPEND files "${dir}/${p}.hwloc.json")
+      list(APPEND commands COMMAND "${Python3_EXECUTABLE}" "${oracle}" "${dir}/${p}.xml" -o "${dir}/${p}.hwloc.json")
+    endif()
     add_custom_command(
-      OUTPUT "${dir}/${p}.xml" "${dir}/${p}.json" "${dir}/${p}.hwloc.json"
+      OUTPUT ${files}
       COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
-      COMMAND "${Python3_EXECUTABLE}" "${NUMABIND_GEN_TOPOLOGY}" --preset ${p} -o "${dir}/${p}.xml"
-              --facts "${dir}/${p}.json"
-      COMMAND "${Python3_EXECUTABLE}" "${oracle}" "${dir}/${p}.xml" -o "${dir}/${p}.hwloc.json"
+      ${commands}
       DEPENDS "${NUMABIND_GEN_TOPOLOGY}" "${oracle}"
-      COMMENT "gen_topology.py --preset ${p}, hwloc_oracle.py"
+      COMMENT "gen_topology.py --preset ${p}"
       VERBATIM)
-    list(APPEND outputs "${dir}/${p}.xml" "${dir}/${p}.json" "${dir}/${p}.hwloc.json")
+    list(APPEND outputs ${files})
   endforeach()
   add_custom_target(${target} ALL DEPENDS ${outputs})
 endfunction()
