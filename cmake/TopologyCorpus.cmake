@@ -60,8 +60,8 @@ if(NUMABIND_CORPUS_PRESENT)
   list(LENGTH NUMABIND_CORPUS_GPU_XMLS _nb_ngx)
   set(_nb_corpus_line "Topology corpus: ${NUMABIND_TOPOLOGY_CORPUS_ABS} (${_nb_nx} XML files, ${_nb_ngx} with GPUs)")
 else()
-  set(_nb_corpus_line "Topology corpus not found at ${NUMABIND_TOPOLOGY_CORPUS_ABS}: corpus tests will be skipped "
-                 "(set NUMABIND_TOPOLOGY_CORPUS to the directory of INDEX.md and expected_gpu_locality.json)")
+  string(CONCAT _nb_corpus_line "Topology corpus not found at ${NUMABIND_TOPOLOGY_CORPUS_ABS}: corpus tests "
+         "will be skipped (set NUMABIND_TOPOLOGY_CORPUS to the directory of INDEX.md and expected_gpu_locality.json)")
 endif()
 get_property(_nb_reported GLOBAL PROPERTY NUMABIND_CORPUS_REPORTED)
 if(NOT _nb_reported)

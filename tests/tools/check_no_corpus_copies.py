@@ -11,7 +11,9 @@ A copy is any of:
 Non-trivial: at least 24 characters once stripped, and not a line every hwloc export has.
 The tree's files are `git ls-files --cached --others --exclude-standard` (what a commit
 would carry), or every file outside .git and build* directories without git.
-CORPUS_DIR defaults to $NUMABIND_TOPOLOGY_CORPUS; without one: one line, exit 77 (skipped).
+$NUMABIND_TOPOLOGY_CORPUS wins over CORPUS_DIR; without a corpus: one line, exit 77 (skipped).
+First a self-test: a copy, a re-indented copy, an excerpt and a reordered copy of a corpus
+file must each be caught, and a generated topology must not be.
 Python 3 standard library only.
 """
 
@@ -19,7 +21,9 @@ import hashlib
 import os
 import re
 import subprocess
+import shutil
 import sys
+import tempfile
 
 RUN = 8
 HALF = 0.5
@@ -50,38 +54,27 @@ def tree_files(root):
     return [n for n in names if os.path.isfile(os.path.join(root, n))]
 
 
-def main():
-    if len(sys.argv) not in (2, 3):
-        sys.stderr.write(__doc__)
-        return 2
-    root = sys.argv[1]
-    corpus = sys.argv[2] if len(sys.argv) == 3 else os.environ.get("NUMABIND_TOPOLOGY_CORPUS", "")
-    corpus = os.environ.get("NUMABIND_TOPOLOGY_CORPUS") or corpus
-    if not corpus or not os.path.isfile(os.path.join(corpus, "expected_gpu_locality.json")):
-        print("skip: recorded topology corpus not found at %r: set NUMABIND_TOPOLOGY_CORPUS to the directory "
-              "of its INDEX.md and expected_gpu_locality.json" % corpus)
-        return 77
-    corpus = os.path.realpath(corpus)
-    root_real = os.path.realpath(root)
-
+def load_corpus(corpus):
     exact, squeezed, pairs, line_sets = {}, {}, {}, {}
-    ncorpus = 0
     for d, _, files in os.walk(corpus):
         for f in files:
             path = os.path.join(d, f)
             name = os.path.relpath(path, corpus)
             with open(path, "rb") as fh:
                 data = fh.read()
-            ncorpus += 1
             exact[hashlib.sha256(data).hexdigest()] = name
             squeezed[hashlib.sha256(re.sub(rb"\s+", b"", data)).hexdigest()] = name
             sig = [l for l in lines_of(data) if significant(l)]
             line_sets[name] = set(sig)
             for a, b in zip(sig, sig[1:]):
                 pairs.setdefault((a, b), name)
+    return exact, squeezed, pairs, line_sets
 
+
+def copies(root, files, corpus, index):
+    """One line per file of `files` (relative to root) that copies a corpus file."""
+    exact, squeezed, pairs, line_sets = index
     problems = []
-    files = tree_files(root)
     for rel in files:
         path = os.path.join(root, rel)
         if os.path.realpath(path).startswith(corpus + os.sep):
@@ -116,12 +109,62 @@ def main():
                     problems.append("%s: %d of its %d distinct lines are lines of corpus file %s"
                                     % (rel, shared, len(distinct), name))
                     break
+    return problems
 
+
+def self_test(corpus, index):
+    """The check must catch each kind of copy (and not a file the project generates)."""
+    xmls = sorted(f for f in os.listdir(corpus) if f.endswith(".xml"))
+    src = os.path.join(corpus, xmls[0])
+    with open(src, "rb") as fh:
+        data = fh.read()
+    lines = data.decode("utf-8", "replace").splitlines()
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = {
+            "copy.xml": data,
+            "reindented.xml": "\n".join("\t" + l.strip() for l in lines).encode(),
+            "excerpt.txt": ("// pasted\n" + "\n".join(lines[len(lines) // 3:len(lines) // 3 + 60])).encode(),
+            "shuffled.xml": "\n".join(sorted(set(lines))).encode(),
+        }
+        for name, body in cases.items():
+            with open(os.path.join(tmp, name), "wb") as fh:
+                fh.write(body)
+        gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_topology.py")
+        own = []
+        if shutil.which("lstopo-no-graphics"):
+            subprocess.run([sys.executable, gen, "--preset", "dgx-a100", "-o", os.path.join(tmp, "generated.xml")],
+                           check=True)
+            own = ["generated.xml"]
+        found = copies(tmp, list(cases), corpus, index)
+        missed = [n for n in cases if not any(p.startswith(n + ":") for p in found)]
+        wrong = copies(tmp, own, corpus, index)
+    for n in missed:
+        print("FAIL - self-test: a %s of %s was not recognised" % (n.split(".")[0], xmls[0]))
+    for p in wrong:
+        print("FAIL - self-test: a generated file was taken for a copy: " + p)
+    return not missed and not wrong
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.stderr.write(__doc__)
+        return 2
+    root = sys.argv[1]
+    corpus = os.environ.get("NUMABIND_TOPOLOGY_CORPUS") or (sys.argv[2] if len(sys.argv) == 3 else "")
+    if not corpus or not os.path.isfile(os.path.join(corpus, "expected_gpu_locality.json")):
+        print("skip: recorded topology corpus not found at %r: set NUMABIND_TOPOLOGY_CORPUS to the directory "
+              "of its INDEX.md and expected_gpu_locality.json" % corpus)
+        return 77
+    corpus = os.path.realpath(corpus)
+    index = load_corpus(corpus)
+    ok = self_test(corpus, index)
+    files = tree_files(root)
+    problems = copies(root, files, corpus, index)
     for p in problems:
         print("FAIL - " + p)
     print("%d file(s) of %s checked against %d corpus file(s) in %s: %d copy(ies)"
-          % (len(files), root_real, ncorpus, corpus, len(problems)))
-    return 1 if problems else 0
+          % (len(files), os.path.realpath(root), len(index[0]), corpus, len(problems)))
+    return 0 if ok and not problems else 1
 
 
 if __name__ == "__main__":
