@@ -785,7 +785,7 @@ def read_input(a):
         r = subprocess.run([lstopo_program(), "--input", a.synthetic, "--of", "xml", "-"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         if r.returncode != 0:
-            die("hwloc refused the synthetic description %r: %s" % (a.synthetic, r.stderr.decode().strip()))
+            die("hwloc refused the synthetic description %r: %s" % (a.synthetic, "; ".join(r.stderr.decode().split("\n")).strip("; ")))
         return r.stdout
     if a.input is None:
         return subprocess.run([lstopo_program(), "--of", "xml", "-"], check=True, stdout=subprocess.PIPE).stdout
@@ -812,7 +812,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.split("\n")[2:]))
-    ap.add_argument("--preset", choices=sorted(PRESETS), metavar="NAME")
+    ap.add_argument("--preset", metavar="NAME")
     ap.add_argument("--list-presets", action="store_true")
     ap.add_argument("--describe-presets", action="store_true")
     ap.add_argument("-i", "--input", default=None)
@@ -836,6 +836,8 @@ def main():
         return
     if not a.output:
         die("-o OUT.xml is required (or --list-presets / --describe-presets)")
+    if a.preset is not None and a.preset not in PRESETS:
+        die("unknown preset %r (presets: %s)" % (a.preset, ", ".join(PRESETS)))
     preset = PRESETS.get(a.preset)
     if preset:
         if a.input or a.synthetic or a.split_numa:
