@@ -5,12 +5,16 @@
 #
 #   bench/cli_bench.sh NUMABIND TOPO_DIR OUT_DIR     (run by `cmake --build B --target bench-cli`)
 #
+# TOPO_DIR: the recorded corpus ($NUMABIND_TOPOLOGY_CORPUS wins; its rows are left out when it
+# is absent). Generated nodes (tests/tools/gen_topology.py --preset) are measured always.
+#
 # Environment: RUNS (default 60), WARMUP (default 5). Writes OUT_DIR/cli.{json,md} and
 # OUT_DIR/cli_rss.txt. Needs hyperfine; the cache rows need root (the cache trusts only
 # root-owned files) and are left out otherwise.
 set -euo pipefail
 [ $# -eq 3 ] || { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-NB=$(readlink -f "$1"); TOPO=$(readlink -f "$2"); OUT=$3
+NB=$(readlink -f "$1"); TOPO=${NUMABIND_TOPOLOGY_CORPUS:-$2}; OUT=$3
+[ -f "$TOPO/psmgmt_topo.jsfc005.xml" ] || { echo "cli_bench: corpus not found at $TOPO (set NUMABIND_TOPOLOGY_CORPUS): its rows are left out" >&2; TOPO=""; }
 RUNS=${RUNS:-60}; WARMUP=${WARMUP:-5}
 command -v hyperfine >/dev/null || { echo "cli_bench: hyperfine not found; skipped" >&2; exit 0; }
 mkdir -p "$OUT"; OUT=$(readlink -f "$OUT")
@@ -20,8 +24,10 @@ chmod 0755 "$work"
 
 # This machine as XML, and with two fake GPUs on package 0 (for a GPU-mode plan here).
 "$NB" topo >/dev/null
-python3 "$(dirname "$0")/../tests/tools/gen_topology.py" -o "$work/this-2gpu.xml" \
-  --gpu package:0 --gpu package:0 >/dev/null
+GEN=$(dirname "$0")/../tests/tools/gen_topology.py
+python3 "$GEN" -o "$work/this-2gpu.xml" --gpu package:0 --gpu package:0 >/dev/null
+python3 "$GEN" --preset dgx-a100 -o "$work/dgx-a100.xml"
+python3 "$GEN" --preset 16gpu -o "$work/16gpu.xml"
 lstopo_xml=""
 if command -v lstopo-no-graphics >/dev/null; then
   lstopo-no-graphics --of xml -f "$work/this.xml" && lstopo_xml="$work/this.xml"
@@ -44,15 +50,20 @@ add "topo: live discovery"                              "$E $NB topo"
 add "topo: live discovery, all hwloc plugins"           "$E HWLOC_PLUGINS_BLACKLIST=none $NB topo"
 [ "$cache" != off ] && add "topo: per-boot cache hit"   "$C $NB topo"
 [ -n "$lstopo_xml" ] && add "topo: --topology lstopo XML of this machine" "$E $NB topo --topology $lstopo_xml"
+add "topo: --topology generated DGX A100 (256 PUs, 8 GPUs)" "$E $NB topo --topology $work/dgx-a100.xml"
+add "topo: --topology generated 16-GPU node"           "$E $NB topo --topology $work/16gpu.xml"
+if [ -n "$TOPO" ]; then
 add "topo: --topology jsfc005 (256 PUs, 316 KiB)"       "$E $NB topo --topology $TOPO/psmgmt_topo.jsfc005.xml"
 add "topo: --topology jsfc005, all hwloc plugins"      "$E HWLOC_PLUGINS_BLACKLIST=none $NB topo --topology $TOPO/psmgmt_topo.jsfc005.xml"
 add "topo: --topology DGX-2 (16 GPUs)"                  "$E $NB topo --topology $TOPO/hwloc_nvidiaDGX2.xml"
+fi
 add "show: live"                                        "$E $NB show"
 [ "$cache" != off ] && add "show: cache"                "$C $NB show"
 add "plan: live, exclusive, 2 tasks (2 virtio PCI functions as devices)" "$E $NB plan --mode exclusive --ntasks 2 --device-match class=0x0180,class=0x0200"
 [ "$cache" != off ] && add "plan: cache, exclusive, 2 tasks (2 virtio PCI functions as devices)" "$C $NB plan --mode exclusive --ntasks 2 --device-match class=0x0180,class=0x0200"
 add "plan: this machine + 2 fake GPUs (XML), exclusive, 2 tasks" "$E $NB plan --mode exclusive --ntasks 2 --topology $work/this-2gpu.xml"
-add "plan: jsfc005, core-complex, 16 tasks"             "$E $NB plan --mode core-complex --ntasks 16 --topology $TOPO/psmgmt_topo.jsfc005.xml"
+add "plan: generated DGX A100, exclusive, 16 tasks"      "$E $NB plan --mode exclusive --ntasks 16 --topology $work/dgx-a100.xml"
+[ -n "$TOPO" ] && add "plan: jsfc005, core-complex, 16 tasks" "$E $NB plan --mode core-complex --ntasks 16 --topology $TOPO/psmgmt_topo.jsfc005.xml"
 
 args=()
 for i in "${!cmds[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done

@@ -2,8 +2,9 @@
 // accelerator matching (find_accelerators), the hwloc -> model conversion from an XML
 // file and from an XML buffer, and live discovery of this machine.
 //
-// Topologies come from tests/data/topologies (NUMABIND_TOPO_DIR) plus generated ones
-// (NUMABIND_GEN_DIR, written by bench/CMakeLists.txt with tests/tools/gen_topology.py).
+// Topologies: generated GPU-node shapes (NUMABIND_GEN_DIR, gen_topology.py --preset, written
+// by bench/CMakeLists.txt) always, and the recorded corpus where it is (read in place from
+// $NUMABIND_TOPOLOGY_CORPUS, else the configured NUMABIND_TOPO_DIR; cases skipped without it).
 // Planning benchmarks hold only the planner's plain-data model: no hwloc topology is
 // alive while they run, so the load benchmarks pay hwloc's per-process plugin set-up
 // exactly as a fresh slurmstepd does.
@@ -11,6 +12,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -36,11 +38,20 @@ struct Case {
     const char* match;  // --device-match spec, "" = built-in table
 };
 
-std::string topo_dir() { return NUMABIND_TOPO_DIR; }
+std::string topo_dir() {
+    if (const char* v = std::getenv("NUMABIND_TOPOLOGY_CORPUS"); v && *v) return v;
+    return NUMABIND_TOPO_DIR;
+}
 std::string gen_dir() { return NUMABIND_GEN_DIR; }
 
 std::vector<Case> cases() {
-    return {
+    std::vector<Case> all = {
+        {"gen-dgx-a100", gen_dir() + "/dgx-a100.xml", ""},        // 256 PUs, 8 NUMA, 32 L3, 8 GPUs
+        {"gen-16gpu", gen_dir() + "/16gpu.xml", ""},              // 96 PUs, 2 NUMA, 16 GPUs
+        {"gen-mi300a-tpx", gen_dir() + "/mi300a-tpx.xml", ""},    // 192 PUs, MI300A TPX: 12 logical GPUs
+        {"gen-nps4", gen_dir() + "/nps4.xml", ""},                // 96 PUs, 8 NUMA, 16 L3, 4 GPUs
+    };
+    const std::vector<Case> corpus = {
         {"jsfc005", topo_dir() + "/psmgmt_topo.jsfc005.xml", ""},                 // 256 PUs, 8 NUMA, 32 L3, 1 GPU
         {"jsfc005-16gpu", gen_dir() + "/jsfc005-16gpu.xml", ""},                  // + 16 fake GPUs, 2 per NUMA node
         {"dgx2", topo_dir() + "/hwloc_nvidiaDGX2.xml", ""},                       // 16 GPUs
@@ -48,6 +59,14 @@ std::vector<Case> cases() {
         {"epyc-corona", topo_dir() + "/mpibind_epyc-corona.xml", ""},             // 96 PUs, 8 NUMA, 4 GPUs
         {"jwb0001", topo_dir() + "/psmgmt_topo.jwb0001.xml", ""},                 // 96 PUs, 8 NUMA, 4 GPUs
     };
+    for (const Case& c : corpus) {
+        if (std::filesystem::exists(c.path))
+            all.push_back(c);
+        else
+            std::fprintf(stderr, "plan_bench: %s skipped: %s not found (set NUMABIND_TOPOLOGY_CORPUS)\n", c.name,
+                         c.path.c_str());
+    }
+    return all;
 }
 
 struct Loaded {

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     if (const char* v = getenv("FUZZ_HWLOC_NOLIBXML"); v && *v == '1') setenv("HWLOC_LIBXML_IMPORT", "0", 1);
     // One topology kept open keeps hwloc's components (and the libxml2 plugin) loaded:
     // no dlopen()/dlclose() per input, and leak reports inside them stay symbolized.
-    static HwlocTopology keep(LoadOptions(std::string(NUMABIND_FUZZ_TOPOLOGIES) + "/hwloc-linux_nvidiagpunumanodes.xml", false));
+    static HwlocTopology keep(LoadOptions(std::string(NUMABIND_FUZZ_TOPOLOGIES) + "/power9.xml", false));
     return 0;
 }
 

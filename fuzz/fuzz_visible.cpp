@@ -1,6 +1,6 @@
 // Runtime visibility variables: CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
-// HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK (visible_from_env) over the accelerators of real
-// corpus topologies, then the planner with the result as the visible device list.
+// HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK (visible_from_env) over the accelerators of
+// generated GPU-node topologies, then the planner with the result as the visible device list.
 // Input: one selector byte (topology, resolver behaviour, task count), then
 // "NAME=value" lines.
 #include <memory>
@@ -23,16 +23,16 @@ struct Loaded {
 
 std::vector<Loaded>& topologies() {
     static std::vector<Loaded> all = [] {
-        // NVIDIA x8 (2 NUMA), AMD MI300A x12 (TPX partitions), AMD x2 on ARM, NVIDIA x16.
-        const char* files[] = {"mpibind_g4dnmetal.xml", "flux-core_tuo.TPX.xml", "mpibind_arm64-ulna-hwloc1.xml",
-                               "hwloc_nvidiaDGX2.xml"};
+        // Generated shapes (gen_topology.py --preset): NVIDIA x8 (8 NUMA), AMD MI300A x12 (TPX
+        // partitions), NVIDIA + AMD on sparse NUMA ids, NVIDIA x16.
+        const char* files[] = {"dgx-a100.xml", "mi300a-tpx.xml", "mixed-vendors.xml", "16gpu.xml"};
         std::vector<Loaded> out;
         for (const char* f : files) {
             Loaded l;
             l.topo = std::make_unique<HwlocTopology>(
                 LoadOptions(std::string(NUMABIND_FUZZ_TOPOLOGIES) + "/" + f, false));
             l.accs = find_accelerators(l.topo->model(), DeviceMatcher::builtin());
-            if (l.accs.empty()) nbfuzz::violated("corpus topology without accelerators", f);
+            if (l.accs.empty()) nbfuzz::violated("generated topology without accelerators", f);
             out.push_back(std::move(l));
         }
         return out;

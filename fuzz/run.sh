@@ -6,7 +6,8 @@
 #   FUZZ_ARGS        extra libFuzzer arguments
 #   FUZZ_TIMEOUT     seconds of one input that count as a hang (default 60)
 #   FUZZ_MIN_TOTAL   executions the whole run should reach (the `fuzz` target: 10^7); said when missed
-# Seeds come from fuzz/corpus/<harness>/ (read only); new inputs go to
+# Seeds come from fuzz/corpus/<harness>/ and, when the build made it, $FUZZ_BUILD_DIR/fuzz-seeds/<harness>/
+# (generated topologies, the recorded corpus's XML; fuzz/CMakeLists.txt) (read only); new inputs go to
 # $FUZZ_BUILD_DIR/fuzz-corpus/<harness>/, crashes to $FUZZ_BUILD_DIR/fuzz-artifacts/.
 # Prints one summary line per harness (executions, exec/s, corpus size) and exits 1 if
 # any harness crashed, leaked, timed out or ran out of memory.
@@ -39,6 +40,8 @@ for h in "${harnesses[@]}"; do
   work=$build/fuzz-corpus/$h
   mkdir -p "$work"
   dict=()
+  seeds=()
+  [ -d "$build/fuzz-seeds/$h" ] && seeds=("$build/fuzz-seeds/$h")
   [ -f "$here/dict/$h.dict" ] && dict=(-dict="$here/dict/$h.dict")
   # hwloc 2.9 leaks on some rejected XML inside its libxml2 plugin, which it unloads before
   # LeakSanitizer reports, so the frames are "<unknown module>" and no suppression can name
@@ -53,7 +56,7 @@ for h in "${harnesses[@]}"; do
   # shellcheck disable=SC2086
   ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
          -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" "${leaks[@]}" \
-         ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" >"$log" 2>&1
+         ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" "${seeds[@]}" >"$log" 2>&1
   rc=$?
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
   speed=$(awk '/stat::average_exec_per_sec/ {print $2}' "$log" | tail -1)

@@ -28,13 +28,17 @@ GEN="python3 tests/tools/gen_topology.py"
 $GEN -o "$DIR/real.xml" --gpu package:0 --gpu package:0 >/dev/null 2>&1
 # the same CPUs presented as a 2-socket node with GPU 0 on NUMA node 1 and GPU 1 on node 0
 $GEN -o "$DIR/two-socket.xml" --split-numa 2 --gpu numa:1 --gpu numa:0 >/dev/null 2>&1
+# a DGX-A100-like node (2x EPYC 7742 NPS4, 8x A100), the node of the man pages' examples
+$GEN --preset dgx-a100 -o "$DIR/dgx-a100.xml"
 chmod 0644 "$DIR"/*.xml
 
 banner() { printf '\n=== %s\n' "$*"; }
-banner "numabind topo: a recorded JUWELS Booster node (2x EPYC NPS4, 4x A100)"
-"$NB" topo --topology tests/data/topologies/psmgmt_topo.jwb0001.xml
-banner "numabind plan --mode exclusive --ntasks 8 on that node (2 tasks per GPU)"
-"$NB" plan --topology tests/data/topologies/psmgmt_topo.jwb0001.xml --mode exclusive --ntasks 8
+banner "numabind topo: a generated DGX-A100-like node (gen_topology.py --preset dgx-a100)"
+"$NB" topo --topology "$DIR/dgx-a100.xml"
+for mode in exclusive core-complex; do
+  banner "numabind plan --mode $mode --ntasks 8 on that node (one task per GPU; see man numabind)"
+  "$NB" plan --topology "$DIR/dgx-a100.xml" --mode "$mode" --ntasks 8
+done
 
 echo "required $DIR/spank_numabind.so topology=$DIR/real.xml mem=bind" >"$DIR/plugstack.conf"
 tests/slurm/cluster.sh start "$DIR" --plugstack "$DIR/plugstack.conf" >/dev/null

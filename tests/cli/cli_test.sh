@@ -1,10 +1,13 @@
 #!/bin/bash
 # End-to-end tests of the numabind command on this machine (real affinity and
-# memory policy, read back from /proc) and on recorded topologies.
-# Usage: cli_test.sh NUMABIND_BINARY DATA_DIR GEN_TOPOLOGY_PY
+# memory policy, read back from /proc), on generated GPU nodes (gen_topology.py --preset;
+# expected values from hwloc-calc) and, where it is, on the recorded corpus.
+# Usage: cli_test.sh NUMABIND_BINARY CORPUS_DIR GEN_TOPOLOGY_PY
+#   CORPUS_DIR: the recorded topologies ($NUMABIND_TOPOLOGY_CORPUS wins); without them the
+#   corpus checks are skipped with one line and the rest still runs.
 set -u
 NB=$1
-DATA=$2
+CORPUS=${NUMABIND_TOPOLOGY_CORPUS:-$2}
 GEN=$3
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -12,6 +15,11 @@ failures=0
 pass() { echo "ok   - $1"; }
 fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
 check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+
+# Generated nodes used below (each check takes its expected values from hwloc-calc).
+for preset in nps4 mi300a-tpx workstation; do
+  python3 "$GEN" --preset "$preset" -o "$WORK/$preset.xml" 2>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "gen_topology.py --preset $preset"; }
+done
 
 # Runs numabind, keeping stdout, stderr and the exit status.
 nb() { "$NB" "$@" >"$WORK/out" 2>"$WORK/err"; echo $? >"$WORK/rc"; }
@@ -49,7 +57,7 @@ nb plan --mode node
 check "missing --ntasks exits 2" '[ $(rc) = 2 ] && one_line_error "ntasks"'
 nb topo --device-match zz
 check "bad --device-match exits 2" '[ $(rc) = 2 ] && one_line_error "zz" && grep -q "VVVV" "$WORK/err"'
-nb plan --mode node --ntasks 1 --allowed-cpus 0-x --topology "$DATA/psmgmt_topo.jwb0001.xml"
+nb plan --mode node --ntasks 1 --allowed-cpus 0-x --topology "$WORK/nps4.xml"
 check "bad --allowed-cpus exits 2" '[ $(rc) = 2 ] && one_line_error "0-x"'
 nb topo --topology "$WORK/missing.xml"
 check "missing topology file: one-line error, exit 1" '[ $(rc) = 1 ] && one_line_error "missing.xml"'
@@ -71,9 +79,11 @@ check "run without accelerators fails (fallback fail)" '[ $(rc) = 1 ] && grep -q
 nb run --local-rank 0 --ntasks 1 --mode node --fallback warn -- sh -c 'echo ran; echo "mode=$NUMABIND_MODE"'
 check "run --fallback warn runs the program unbound" '[ $(rc) = 0 ] && grep -q "^ran" "$WORK/out" && grep -q "mode=none" "$WORK/out" && grep -q "running unbound" "$WORK/err"'
 
-# ---- plan --json shape on a recorded server ----
-nb plan --topology "$DATA/psmgmt_topo.jwb0001.xml" --mode exclusive --ntasks 8 --json
-check "plan --json has exactly the documented shape" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
+# ---- plan --json / topo --json on generated nodes ----
+nb plan --topology "$WORK/nps4.xml" --mode exclusive --ntasks 8 --json
+bus1=0000:44:00.0  # the second GPU of nps4 in PCI order; its node from hwloc-calc
+node1=$(hwloc-calc --input "$WORK/nps4.xml" pci=$bus1 -p -I numa)
+check "plan --json has exactly the documented shape" '[ $(rc) = 0 ] && python3 - "$WORK/out" "$bus1" "$node1" <<PY
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert list(d) == ["mode", "tasks", "warnings"], list(d)
@@ -85,13 +95,36 @@ for r, t in enumerate(d["tasks"]):
     assert t["local_rank"] == r
     assert set(t["device"]) == {"index", "pci"} and len(t["device"]["pci"]) == 12
     assert t["cpus"] == sorted(t["cpus"]) and t["mem_policy"] == "prefer"
-# INDEX: 0000:44:00.0 is on NUMA 1 and is the second GPU in PCI order
+assert d["tasks"][1]["device"] == {"index": 1, "pci": sys.argv[2]} and d["tasks"][1]["mems"] == [int(sys.argv[3])], d["tasks"][1]
+PY'
+nb topo --topology "$WORK/mi300a-tpx.xml" --json
+tpx_homes=$(for d in 0000 0001 0002 0003; do hwloc-calc --input "$WORK/mi300a-tpx.xml" pci=$d:02:00.0 -p -I numa; done | paste -sd' ')
+check "topo --json lists 12 MI300A partitions, 3 per APU, on the APUs' nodes ($tpx_homes)" '[ $(rc) = 0 ] && python3 - "$WORK/out" $tpx_homes <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))["accelerators"]
+homes = [int(h) for h in sys.argv[2:]]
+assert len(d) == 12, len(d)
+assert [a["home_nodes"] for a in d] == [[n] for n in homes for _ in range(3)], [a["home_nodes"] for a in d]
+assert all(a["partition"]["count"] == 3 for a in d)
+PY'
+npus=$(hwloc-calc --input "$WORK/workstation.xml" -N pu all)
+nb plan --topology "$WORK/workstation.xml" --mode exclusive --ntasks $((npus + 1))
+check "more tasks than PUs: one-line error" '[ $(rc) = 1 ] && one_line_error "PU"'
+
+# ---- the same on recorded servers, where the corpus is ----
+if [ -f "$CORPUS/expected_gpu_locality.json" ]; then
+  nb plan --topology "$CORPUS/psmgmt_topo.jwb0001.xml" --mode exclusive --ntasks 8 --json
+  # INDEX: 0000:44:00.0 is on NUMA 1 and is the second GPU in PCI order
+  check "corpus: plan --json on JUWELS Booster" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["tasks"]) == 8
 assert d["tasks"][1]["device"] == {"index": 1, "pci": "0000:44:00.0"} and d["tasks"][1]["mems"] == [1]
 PY'
-# Fewer tasks than GPUs: blocks of GPUs in PCI order, homes = the union of their nodes
-# (INDEX: 03:00 on NUMA 3, 44:00 on 1, 84:00 on 7, c4:00 on 5).
-nb plan --topology "$DATA/psmgmt_topo.jwb0001.xml" --mode node --ntasks 2 --json
-check "plan --json: two tasks own two GPUs each, on both their nodes" '[ $(rc) = 0 ] && python3 - "$WORK/out" "$(hwloc-calc --input "$DATA/psmgmt_topo.jwb0001.xml" --po -I pu --pi numa:1 numa:3)" <<PY
+  # Fewer tasks than GPUs: blocks of GPUs in PCI order, homes = the union of their nodes
+  # (INDEX: 03:00 on NUMA 3, 44:00 on 1, 84:00 on 7, c4:00 on 5).
+  nb plan --topology "$CORPUS/psmgmt_topo.jwb0001.xml" --mode node --ntasks 2 --json
+  check "corpus: plan --json: two tasks own two GPUs each, on both their nodes" '[ $(rc) = 0 ] && python3 - "$WORK/out" "$(hwloc-calc --input "$CORPUS/psmgmt_topo.jwb0001.xml" --po -I pu --pi numa:1 numa:3)" <<PY
 import json, sys
 d = json.load(open(sys.argv[1]))
 t = d["tasks"]
@@ -103,16 +136,19 @@ for part in sys.argv[2].split(","):
     want |= set(range(int(a), int(b or a) + 1))
 assert set(t[0]["cpus"]) == want, (t[0]["cpus"], sorted(want))
 PY'
-nb topo --topology "$DATA/flux-core_tuo.TPX.xml" --json
-check "topo --json lists 12 MI300A partitions on 4 nodes" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
+  nb topo --topology "$CORPUS/flux-core_tuo.TPX.xml" --json
+  check "corpus: topo --json lists 12 MI300A partitions on 4 nodes (Tuolumne TPX)" '[ $(rc) = 0 ] && python3 - "$WORK/out" <<PY
 import json, sys
 d = json.load(open(sys.argv[1]))["accelerators"]
 assert len(d) == 12, len(d)
 assert [a["home_nodes"] for a in d] == [[n] for n in range(4) for _ in range(3)]
 assert all(a["partition"]["count"] == 3 for a in d)
 PY'
-nb plan --topology "$DATA/hwloc_nvidiaDGX2.xml" --mode exclusive --ntasks 16
-check "more tasks than PUs: one-line error" '[ $(rc) = 1 ] && one_line_error "PU"'
+  nb plan --topology "$CORPUS/hwloc_nvidiaDGX2.xml" --mode exclusive --ntasks 16
+  check "corpus: more tasks than PUs on the trimmed DGX-2: one-line error" '[ $(rc) = 1 ] && one_line_error "PU"'
+else
+  echo "skip - corpus checks: recorded topology corpus not found at '$CORPUS': set NUMABIND_TOPOLOGY_CORPUS to the directory of its INDEX.md and expected_gpu_locality.json"
+fi
 
 # ---- real binding on this machine, with an XML of it plus two fake GPUs ----
 python3 "$GEN" -o "$WORK/this.xml" --gpu package:0 --gpu package:0 >/dev/null 2>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "gen_topology"; }

@@ -1,11 +1,10 @@
 // Security property (issue 6): a binding never reaches CPUs or memory nodes outside what
-// the task was allowed. For every corpus topology, every mode and several task counts,
+// the task was allowed. For every generated shape and every corpus topology (read in place;
+// skipped without it), every mode and several task counts,
 // with random allowed CPU and memory-node subsets (fixed seed, so failures reproduce),
 // every planned task's CPUs are inside the allowed CPUs and its memory nodes inside the
 // allowed memory nodes; GPU modes never hand out an empty CPU set.
 #include <gtest/gtest.h>
-
-#include <dirent.h>
 
 #include <algorithm>
 #include <random>
@@ -16,29 +15,31 @@
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/plan.hpp"
+#include "test_support.hpp"
 
 namespace nb = numabind;
+namespace nt = numabind::test;
 
 namespace {
 
-std::vector<std::string> corpus_files() {
+// Every generated shape ("gen:<preset>") and every corpus XML known when CMake ran (those
+// skip when the corpus is absent at run time).
+std::vector<std::string> topologies() {
     std::vector<std::string> out;
-    const std::string dir = std::string(NUMABIND_TEST_DATA) + "/topologies";
-    if (DIR* d = opendir(dir.c_str())) {
-        while (dirent* e = readdir(d)) {
-            std::string name = e->d_name;
-            if (name.size() > 4 && name.compare(name.size() - 4, 4, ".xml") == 0) out.push_back(name);
-        }
-        closedir(d);
-    }
-    std::sort(out.begin(), out.end());
+    for (const std::string& p : nt::presets()) out.push_back("gen:" + p);
+    for (const std::string& f : nt::corpus_params(nt::corpus_xml_files())) out.push_back(f);
     return out;
 }
 
 class AllowedSubset : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AllowedSubset, TasksStayInsideAllowedCpusAndMems) {
-    const std::string path = std::string(NUMABIND_TEST_DATA) + "/topologies/" + GetParam();
+    const bool gen = GetParam().rfind("gen:", 0) == 0;
+    if (!gen) {
+        NUMABIND_REQUIRE_CORPUS();
+        NUMABIND_REQUIRE_CORPUS_PARAM(GetParam());
+    }
+    const std::string path = gen ? nt::generated(GetParam().substr(4)) : nt::corpus(GetParam());
     nb::HwlocTopology topo(nb::LoadOptions(path, false));
     const nb::Topology& m = topo.model();
     const auto accs = nb::find_accelerators(m, nb::DeviceMatcher::builtin());
@@ -113,7 +114,7 @@ TEST_P(AllowedSubset, TasksStayInsideAllowedCpusAndMems) {
     EXPECT_GT(planned, 0) << GetParam() << ": nothing could be planned (" << refused << " refused)";
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, AllowedSubset, ::testing::ValuesIn(corpus_files()),
+INSTANTIATE_TEST_SUITE_P(Topology, AllowedSubset, ::testing::ValuesIn(topologies()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                              std::string n = info.param;
                              for (char& c : n)

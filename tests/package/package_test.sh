@@ -17,7 +17,8 @@
 #              srun --help lists --numa-binding; srun -n1 --numa-binding=node binds the task;
 #              the training example's placement under srun (needs root; 77 = skipped)
 #   tables     the DGX A100 tables in the man pages and docs/OPTIONS.md are what the installed
-#              `numabind plan` prints for a DGX-A100-like topology (lstopo synthetic + fake GPUs)
+#              `numabind plan` prints for the generated DGX-A100-like node
+#              (tests/tools/gen_topology.py --preset dgx-a100)
 #   deb        cpack -G DEB; the .deb lists the CLI, plugin, man pages, conf (as a conffile)
 #              and depends on libhwloc15, libnuma1 and Slurm's plugins
 # Exit 0 pass, 1 fail, 77 skipped.
@@ -55,6 +56,10 @@ need_stage() { [ -x "$STAGE/bin/numabind" ] || { echo "stage $STAGE not installe
 # A topology of this very machine with one fake GPU on its first package (real binding possible).
 this_topology() {  # OUT
   python3 "$SRC/tests/tools/gen_topology.py" -o "$1" --gpu package:0 >/dev/null
+}
+# A generated GPU node (gen_topology.py --preset NAME), the same one the man pages show.
+preset_topology() {  # NAME OUT
+  python3 "$SRC/tests/tools/gen_topology.py" --preset "$1" -o "$2"
 }
 
 step_install() {
@@ -110,7 +115,8 @@ step_install() {
   rm -rf "$dd"
   "$STAGE/bin/numabind" --version >"$STAGE/../version.out" 2>&1
   check "installed numabind --version" grep -q "numabind 0.1" "$STAGE/../version.out"
-  "$STAGE/bin/numabind" plan --topology "$SRC/tests/data/topologies/psmgmt_topo.jwb0001.xml" \
+  preset_topology dgx-a100 "$STAGE/../dgx-a100.xml"
+  "$STAGE/bin/numabind" plan --topology "$STAGE/../dgx-a100.xml" \
     --mode exclusive --ntasks 4 >"$STAGE/../plan.out" 2>&1 || true
   check "installed numabind plan works" grep -q "mode exclusive, 4 task" "$STAGE/../plan.out"
   finish
@@ -122,8 +128,9 @@ step_consumer() {
   if grep -qE '^NUMABIND_(SANITIZE|FUZZ):BOOL=ON' "$BUILD/CMakeCache.txt"; then
     skip "instrumented build (NUMABIND_SANITIZE/NUMABIND_FUZZ): consumers would need its flags"
   fi
-  local work=$STAGE/../consumer-work lib topo=$SRC/tests/data/topologies/psmgmt_topo.jwb0001.xml
+  local work=$STAGE/../consumer-work lib topo=$STAGE/../consumer-work/nps4.xml
   rm -rf "$work"; mkdir -p "$work"
+  preset_topology nps4 "$topo"
   lib=$(libdir_of_stage)
   # CMake: only the staged prefix, not the source or build tree.
   if cmake -S "$SRC/tests/package/consumer" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$STAGE" \
@@ -264,16 +271,11 @@ step_slurm() {
 
 step_tables() {
   need_stage
-  command -v lstopo >/dev/null || skip "lstopo (hwloc) not installed"
+  command -v lstopo-no-graphics >/dev/null || skip "lstopo-no-graphics (hwloc) not installed"
   local work=$STAGE/../tables-work; rm -rf "$work"; mkdir -p "$work"
-  # 2 x EPYC 7742 NPS4: 8 NUMA nodes x 4 L3 x 4 cores x 2 PUs; PU siblings c and c+128.
-  local idx; idx=$(python3 -c "print(','.join(str(c + 128 * t) for c in range(128) for t in range(2)))")
-  lstopo --input "pack:2 group:4 [numa] l3:4 core:4 pu:2(indexes=$idx)" --of xml "$work/syn.xml" 2>/dev/null
-  # DGX A100: GPUs 0,1 -> NUMA 3; 2,3 -> 1; 4,5 -> 7; 6,7 -> 5 (PCI order as on the real machine)
-  python3 "$SRC/tests/tools/gen_topology.py" -i "$work/syn.xml" -o "$work/dgx.xml" \
-    --gpu numa:3=0000:07:00.0 --gpu numa:3=0000:0f:00.0 --gpu numa:1=0000:47:00.0 --gpu numa:1=0000:4e:00.0 \
-    --gpu numa:7=0000:87:00.0 --gpu numa:7=0000:90:00.0 --gpu numa:5=0000:b7:00.0 --gpu numa:5=0000:bd:00.0 \
-    >/dev/null
+  # DGX A100-like: 2 x EPYC 7742 NPS4 (8 NUMA nodes x 4 L3 x 4 cores x 2 PUs, siblings c and
+  # c+128), 8 A100: GPUs 0,1 -> NUMA 3; 2,3 -> 1; 4,5 -> 7; 6,7 -> 5 (PCI order)
+  preset_topology dgx-a100 "$work/dgx.xml"
   local m
   for m in node socket exclusive core-complex; do
     "$STAGE/bin/numabind" plan --topology "$work/dgx.xml" --mode "$m" --ntasks 8 >"$work/$m.plan" 2>&1 ||

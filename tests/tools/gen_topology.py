@@ -1,53 +1,77 @@
 #!/usr/bin/env python3
-"""gen_topology.py — add fake NVIDIA GPUs (and optionally fake NUMA nodes) to an hwloc XML.
+"""gen_topology.py — hwloc XML of GPU nodes: named shapes, or fake GPUs added to an XML.
 
 Usage:
-  gen_topology.py [-i IN.xml] -o OUT.xml [--split-numa K] [--gpu LOC[=BUSID]]...
+  gen_topology.py --preset NAME -o OUT.xml [--facts OUT.json] [options below]
+  gen_topology.py [-i IN.xml | --synthetic DESC] -o OUT.xml [--split-numa K]
+                  [--gpu SPEC]... [--pci SPEC]... [--allowed-cpus SET] [--facts OUT.json]
                   [--model NAME] [--no-osdev] [--verify]
+  gen_topology.py --list-presets | --describe-presets
 
+  --preset NAME    a named GPU-node shape (see --describe-presets): an hwloc synthetic
+                   description plus devices, GPU-memory NUMA nodes and an allowed CPU set.
+                   Further --gpu/--pci/--allowed-cpus options add to or override it.
   -i IN.xml        hwloc 2.x XML (default: `lstopo --of xml` of this machine; "-" = stdin)
+  --synthetic DESC start from `lstopo-no-graphics --input "DESC" --of xml` (hwloc synthetic)
   -o OUT.xml       output ("-" = stdout)
-  --gpu LOC        one fake GPU (repeat for more) below the object LOC:
+  --gpu SPEC       one fake GPU (repeat for more): LOC[=DDDD:BB:DD.F][,key=value]...
+                   LOC is the object it hangs below:
                      machine            machine-level locality (like numa_node = -1)
                      package:N          N-th package (logical index)
-                     numa:N             the normal parent of NUMA node N (error if that
-                                        parent's cpuset is wider than the node's)
+                     numa:N             the normal parent of NUMA node N (the N-th by OS
+                                        index; error if that parent's cpuset is wider)
                      TYPE:N             any other type: l3:N, group:N, core:N, l2:N ...
-                   Optional "=DDDD:BB:DD.F" sets its PCI bus id; otherwise GPU i gets
-                   0000:17:00.0, 0000:27:00.0, ... (bus 0x17 + 0x10*i, skipping used buses).
+                   keys: kind=KIND (default a100; see below), partitions=K (OS devices per
+                   backend below the function: MI300A TPX = 3), memnode=OS (the GPU's memory
+                   as a CPU-less NUMA node with that OS index, subtype GPUMemory, attached
+                   where the GPU is, as hwloc shows POWER9 and Grace Hopper GPU memory),
+                   switch=NAME (GPUs with the same NAME share a PCIe switch), direct=1 (right
+                   below its host bridge, no root port: POWER9, MI300A).
+                   Without a bus id GPU i gets 0000:17:00.0, 0000:27:00.0, ... (bus 0x17 +
+                   0x10*i, skipping used buses).
+  --pci SPEC       a device that is not a GPU, same syntax; kind= one of the non-GPU kinds
   --split-numa K   rebuild the CPU tree as K packages, each with one NUMA node and its own
                    copy of the first L3, holding consecutive cores (same real PUs); memory is
                    divided evenly. Applied before --gpu, so --gpu numa:1 refers to the new nodes.
-  --model NAME     GPU model string (default "NVIDIA A100-SXM4-40GB")
-  --no-osdev       do not add the cudaN / nvmlN OS devices below each GPU
+  --allowed-cpus SET  the allowed CPUs recorded in the XML (what a cgroup/cpuset leaves a
+                   process): a PU list "0-7,16-23" or one location "numa:0", "package:1".
+                   Tools that load the XML without disallowed objects (hwloc-calc without
+                   --disallowed) see only these PUs.
+  --facts OUT.json the generator's inputs as JSON (preset, synthetic description, every
+                   device with bus id, kind, location, partitions and memory node, allowed
+                   CPUs). Expected values come from hwloc-calc on OUT.xml, not from here.
+  --model NAME     GPUModel string of the default kind's OS devices
+  --no-osdev       do not add OS devices (cudaN/nvmlN, rsmiN, mlx5_N, ...) below devices
   --verify         after writing, print `hwloc-calc --input OUT pci=BUS -p -I pu` per GPU
 
-Each GPU is PCI vendor 0x10de device 0x20b0 class 0x0302 (3D controller), placed below
-a host bridge (bridge_type 0-1) and a PCI-PCI bridge at bus BB-1 (bridge_type 1-1), with
-OS devices cudaN (CoProc, subtype CUDA) and nvmlN (GPU, subtype NVML) unless --no-osdev.
+Kinds (PCI vendor:device class, OS devices):
+  GPUs:    a100 v100 h100 gh200 rtx-a6000 (NVIDIA; cudaN + nvmlN), mi300a mi210 (AMD; rsmiN)
+  others:  cx6 (InfiniBand, mlx5_N), cassini (Slingshot NIC, hsnN), nvswitch (bridge class
+           0680), aspeed (BMC VGA), nvme (nvmeNn1)
+Each device sits below a host bridge (bridge_type 0-1) and a PCI-PCI bridge at bus BB-1
+(bridge_type 1-1) unless direct=1 or switch= is given.
 Remember: hwloc drops I/O objects unless the I/O filter is enabled (lstopo --whole-io,
 hwloc_topology_set_io_types_filter); a loaded XML is not "this system" unless flagged.
 Examples:
+  gen_topology.py --preset dgx-a100 -o /tmp/dgx.xml --facts /tmp/dgx.json
   gen_topology.py -o /tmp/t.xml --gpu package:0 --gpu package:0
   gen_topology.py -o /tmp/t.xml --split-numa 2 --gpu numa:0 --gpu numa:1 --gpu machine --verify
-  hwloc-calc --input /tmp/t.xml pci=0000:17:00.0 -p -I pu ; lstopo --input /tmp/t.xml --whole-io
+  gen_topology.py --synthetic "pack:2 [numa] core:4 pu:2" -o /tmp/s.xml --gpu numa:1,kind=v100
+  hwloc-calc --input /tmp/dgx.xml pci=0000:07:00.0 -p -I numa ; lstopo --input /tmp/dgx.xml --whole-io
 Python 3 standard library only.
 """
 
 import argparse
 import copy
+import json
 import re
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-NVIDIA_VENDOR = 0x10DE
-GPU_DEVICE = 0x20B0
-GPU_SUBDEVICE = 0x134F
-GPU_CLASS = 0x0302
-GPU_REV = 0xA1
 BRIDGE_VENDOR, BRIDGE_DEVICE = 0x8086, 0x347A  # an Intel PCIe root port
+SWITCH_VENDOR, SWITCH_DEVICE = 0x1000, 0xC010  # a Broadcom PEX PCIe switch port
 
 IO_TYPES = {"Bridge", "PCIDev", "OSDev"}
 MEMORY_TYPES = {"NUMANode", "MemCache"}
@@ -59,6 +83,55 @@ TYPE_ALIASES = {
     "l1": "L1Cache", "l2": "L2Cache", "l3": "L3Cache", "l4": "L4Cache", "l5": "L5Cache",
     "l1i": "L1iCache", "l2i": "L2iCache", "l3i": "L3iCache",
 }
+
+GIB = 1 << 30
+
+# PCI identity and OS devices of each kind. "osdev": (backend prefix, hwloc osdev_type,
+# subtype) per OS device below the function; NVIDIA GPUs carry a CUDA and an NVML one.
+KINDS = {
+    "a100": dict(gpu=True, vendor=0x10DE, device=0x20B0, sub=0x134F, cls=0x0302, rev=0xA1,
+                 vendor_name="NVIDIA Corporation", device_name="GA100 [A100 SXM4 40GB]",
+                 model="NVIDIA A100-SXM4-40GB", memory=40 * GIB, backends=("cuda", "nvml")),
+    "v100": dict(gpu=True, vendor=0x10DE, device=0x1DB5, sub=0x1249, cls=0x0302, rev=0xA1,
+                 vendor_name="NVIDIA Corporation", device_name="GV100GL [Tesla V100 SXM2 32GB]",
+                 model="Tesla V100-SXM2-32GB", memory=32 * GIB, backends=("cuda", "nvml")),
+    "h100": dict(gpu=True, vendor=0x10DE, device=0x2330, sub=0x16C1, cls=0x0302, rev=0xA1,
+                 vendor_name="NVIDIA Corporation", device_name="GH100 [H100 SXM5 80GB]",
+                 model="NVIDIA H100 80GB HBM3", memory=80 * GIB, backends=("cuda", "nvml")),
+    "gh200": dict(gpu=True, vendor=0x10DE, device=0x2342, sub=0x16EB, cls=0x0302, rev=0xA1,
+                  vendor_name="NVIDIA Corporation", device_name="GH100 [GH200 120GB / 480GB]",
+                  model="NVIDIA GH200 480GB", memory=96 * GIB, backends=("cuda", "nvml")),
+    "rtx-a6000": dict(gpu=True, vendor=0x10DE, device=0x2230, sub=0x1459, cls=0x0300, rev=0xA1,
+                      vendor_name="NVIDIA Corporation", device_name="GA102GL [RTX A6000]",
+                      model="NVIDIA RTX A6000", memory=48 * GIB, backends=("cuda", "nvml")),
+    "mi300a": dict(gpu=True, vendor=0x1002, device=0x74A0, sub=0x74A0, cls=0x1200, rev=0x00,
+                   vendor_name="Advanced Micro Devices, Inc. [AMD/ATI]",
+                   device_name="Aqua Vanjaram [Instinct MI300A]", model="AMD Instinct MI300A",
+                   memory=128 * GIB, backends=("rsmi",)),
+    "mi210": dict(gpu=True, vendor=0x1002, device=0x740F, sub=0x0C34, cls=0x0380, rev=0x02,
+                  vendor_name="Advanced Micro Devices, Inc. [AMD/ATI]",
+                  device_name="Aldebaran/MI200 [Instinct MI210]", model="AMD Instinct MI210",
+                  memory=64 * GIB, backends=("rsmi",)),
+    "cx6": dict(gpu=False, vendor=0x15B3, device=0x101B, sub=0x0007, cls=0x0207, rev=0x00,
+                vendor_name="Mellanox Technologies", device_name="MT28908 Family [ConnectX-6]",
+                backends=("mlx5_",)),
+    "cassini": dict(gpu=False, vendor=0x17DB, device=0x0501, sub=0x0000, cls=0x0200, rev=0x02,
+                    vendor_name="Cray Inc", device_name="Cassini 1 [Slingshot 200Gb]",
+                    backends=("hsn",)),
+    "nvswitch": dict(gpu=False, vendor=0x10DE, device=0x1AF1, sub=0x1636, cls=0x0680, rev=0xA1,
+                     vendor_name="NVIDIA Corporation", device_name="GA100 [A100 NVSwitch]",
+                     backends=()),
+    "aspeed": dict(gpu=False, vendor=0x1A03, device=0x2000, sub=0x2000, cls=0x0300, rev=0x41,
+                   vendor_name="ASPEED Technology, Inc.", device_name="ASPEED Graphics Family",
+                   backends=()),
+    "nvme": dict(gpu=False, vendor=0x144D, device=0xA824, sub=0xA809, cls=0x0108, rev=0x00,
+                 vendor_name="Samsung Electronics Co Ltd", device_name="NVMe SSD Controller PM173X",
+                 backends=("nvme",)),
+}
+# hwloc osdev_type values: 0 block, 1 GPU, 2 network, 3 OpenFabrics, 4 DMA, 5 CoProc
+OSDEV = {"cuda": ("5", "CUDA"), "nvml": ("1", "NVML"), "rsmi": ("1", "RSMI"),
+         "mlx5_": ("3", None), "hsn": ("2", "Slingshot"), "nvme": ("0", "Disk")}
+
 
 
 def die(msg):
@@ -323,46 +396,353 @@ def parse_busid(s):
     return tuple(int(x, 16) for x in m.groups())
 
 
-def add_gpu(parent, index, busid, gp, model, osdev):
-    dom, bus, dev, fn = busid
-    if bus == 0:
-        die("GPU bus id %04x:%02x:%02x.%x: bus 00 cannot sit behind a bridge" % busid)
-    up = bus - 1
-    host = ET.SubElement(parent, "object", {
-        "type": "Bridge", "gp_index": gp(), "bridge_type": "0-1", "depth": "0",
-        "bridge_pci": "%04x:[%02x-%02x]" % (dom, up, bus)})
-    br = ET.SubElement(host, "object", {
-        "type": "Bridge", "gp_index": gp(), "bridge_type": "1-1", "depth": "1",
-        "bridge_pci": "%04x:[%02x-%02x]" % (dom, bus, bus),
-        "pci_busid": "%04x:%02x:00.0" % (dom, up),
-        "pci_type": "0604 [%04x:%04x] [0000:0000] 04" % (BRIDGE_VENDOR, BRIDGE_DEVICE),
-        "pci_link_speed": "31.507692"})
-    pci = ET.SubElement(br, "object", {
-        "type": "PCIDev", "gp_index": gp(),
-        "pci_busid": "%04x:%02x:%02x.%x" % busid,
-        "pci_type": "%04x [%04x:%04x] [%04x:%04x] %02x" % (
-            GPU_CLASS, NVIDIA_VENDOR, GPU_DEVICE, NVIDIA_VENDOR, GPU_SUBDEVICE, GPU_REV),
-        "pci_link_speed": "31.507692"})
-    ET.SubElement(pci, "info", {"name": "PCIVendor", "value": "NVIDIA Corporation"})
-    ET.SubElement(pci, "info", {"name": "PCIDevice", "value": "GA100 [A100 SXM4 40GB]"})
+
+
+# ---------------------------------------------------------------- devices
+class DeviceSpec:
+    """One --gpu/--pci SPEC: LOC[=DDDD:BB:DD.F][,key=value]..."""
+
+    KEYS = ("kind", "partitions", "memnode", "switch", "direct")
+
+    def __init__(self, text, default_kind, gpu_option):
+        self.text = text
+        head, *pairs = text.split(",")
+        loc, _, bid = head.partition("=")
+        self.loc = loc.strip()
+        self.busid = parse_busid(bid) if bid else None
+        opts = {}
+        for p in pairs:
+            k, eq, v = p.partition("=")
+            if not eq or k not in self.KEYS:
+                die("bad key %r in %r (keys: %s)" % (p, text, ", ".join(self.KEYS)))
+            opts[k] = v
+        self.kind = opts.get("kind", default_kind)
+        if self.kind not in KINDS:
+            die("unknown kind %r in %r (kinds: %s)" % (self.kind, text, ", ".join(KINDS)))
+        if gpu_option and not KINDS[self.kind]["gpu"]:
+            die("--gpu %s: %s is not a GPU kind; use --pci" % (text, self.kind))
+        try:
+            self.partitions = int(opts.get("partitions", "1"))
+            self.memnode = int(opts["memnode"]) if "memnode" in opts else None
+        except ValueError:
+            die("bad number in %r" % text)
+        if self.partitions < 1:
+            die("partitions must be >= 1 in %r" % text)
+        self.switch = opts.get("switch")
+        self.direct = opts.get("direct", "0") == "1"
+        self.gpu = KINDS[self.kind]["gpu"]
+
+    def busid_text(self):
+        return "%04x:%02x:%02x.%x" % self.busid
+
+
+def fmt_type(kind):
+    k = KINDS[kind]
+    return "%04x [%04x:%04x] [%04x:%04x] %02x" % (k["cls"], k["vendor"], k["device"], k["vendor"], k["sub"],
+                                                  k["rev"])
+
+
+def assign_buses(topo, specs):
+    """Bus ids for devices without one; refuse buses (or bridge buses) already taken."""
+    used = used_buses(topo)
+
+    def needed(s):
+        bus = s.busid[1]
+        return {(s.busid[0], bus)} if s.direct or s.switch else {(s.busid[0], bus), (s.busid[0], bus - 1)}
+
+    for s in specs:
+        if s.busid is not None:
+            if s.busid[1] == 0 and not s.direct:
+                die("%s: bus 00 cannot sit behind a bridge (use direct=1)" % s.text)
+            if needed(s) & used:
+                die("%s: bus %02x (or its bridge bus) already in use" % (s.text, s.busid[1]))
+            used |= needed(s)
+    next_bus = 0x17
+    for s in specs:
+        if s.busid is None:
+            while (0, next_bus) in used or (0, next_bus - 1) in used:
+                next_bus += 0x10
+            if next_bus > 0xFF:
+                die("ran out of PCI bus numbers; give bus ids explicitly")
+            s.busid = (0, next_bus, 0, 0)
+            next_bus += 0x10
+            used |= needed(s)
+    # a switch needs two buses of its own below its host bridge: upstream link and internal bus
+    switches = {}
+    for s in specs:
+        if s.switch:
+            switches.setdefault(s.switch, []).append(s)
+    for name, members in switches.items():
+        doms = {m.busid[0] for m in members}
+        if len(doms) != 1:
+            die("switch %s: devices in different PCI domains" % name)
+        up = min(m.busid[1] for m in members) - 2
+        if up < 0 or {(members[0].busid[0], up), (members[0].busid[0], up + 1)} & used:
+            die("switch %s: buses %02x-%02x below the lowest device bus are not free" % (name, max(up, 0), up + 1))
+        used |= {(members[0].busid[0], up), (members[0].busid[0], up + 1)}
+    seen = {}
+    for s in specs:
+        if s.busid in seen:
+            die("%s and %s: same bus id" % (seen[s.busid].text, s.text))
+        seen[s.busid] = s
+    return switches
+
+
+def os_device_names(specs):
+    """Per backend, indexes in PCI order over all devices (as nvidia-smi and rocm-smi count)."""
+    counters = {}
+    names = {}
+    for s in sorted(specs, key=lambda s: s.busid):
+        names[s] = []
+        for b in KINDS[s.kind]["backends"]:
+            for _ in range(s.partitions if s.gpu else 1):
+                i = counters.get(b, 0)
+                counters[b] = i + 1
+                names[s].append((b, i))
+    return names
+
+
+def add_os_device(pci, backend, index, kind, gp, model):
+    k = KINDS[kind]
+    osdev_type, subtype = OSDEV[backend]
+    name = ("nvme%dn1" % index) if backend == "nvme" else "%s%d" % (backend, index)
+    attrs = {"type": "OSDev", "gp_index": gp(), "name": name, "osdev_type": osdev_type}
+    if subtype:
+        attrs["subtype"] = subtype
+    o = ET.SubElement(pci, "object", attrs)
+    info = []
+    if backend == "cuda":
+        info = [("Backend", "CUDA"), ("GPUVendor", k["vendor_name"]), ("GPUModel", model),
+                ("CUDAGlobalMemorySize", str(k["memory"] // 1024)), ("CUDAL2CacheSize", "40960"),
+                ("CUDAMultiProcessors", "108"), ("CUDACoresPerMP", "64"), ("CUDASharedMemorySizePerMP", "48")]
+    elif backend == "nvml":
+        info = [("Backend", "NVML"), ("GPUVendor", k["vendor_name"]), ("GPUModel", model),
+                ("NVIDIASerial", "%013d" % (1320000000000 + index)),
+                ("NVIDIAUUID", "GPU-00000000-0000-0000-0000-%012x" % (0xFA4E0000 + index))]
+    elif backend == "rsmi":
+        info = [("Backend", "RSMI"), ("GPUVendor", "AMD"), ("GPUModel", model),
+                ("AMDUUID", "%016x" % (0x0A3D000000000000 + index)), ("AMDSerial", "%016x" % (0x5E000 + index))]
+    elif backend == "mlx5_":
+        info = [("Backend", "Linux"), ("NodeGUID", "b83f:d203:00%02x:0000" % index), ("Port1State", "4"),
+                ("Port1LID", "0x%x" % (0x100 + index))]
+    elif backend == "hsn":
+        info = [("Backend", "Linux"), ("Address", "02:00:00:00:00:%02x" % index)]
+    elif backend == "nvme":
+        info = [("Backend", "Linux"), ("Size", "3750738264"), ("Vendor", "Samsung")]
+    for n, v in info:
+        ET.SubElement(o, "info", {"name": n, "value": v})
+
+
+def bridge(parent, gp, kind, depth, secondary, subordinate, busid=None, ids=(BRIDGE_VENDOR, BRIDGE_DEVICE)):
+    dom = secondary[0]
+    attrs = {"type": "Bridge", "gp_index": gp(), "bridge_type": kind, "depth": str(depth),
+             "bridge_pci": "%04x:[%02x-%02x]" % (dom, secondary[1], subordinate)}
+    if busid is not None:
+        attrs["pci_busid"] = "%04x:%02x:%02x.%x" % busid
+        attrs["pci_type"] = "0604 [%04x:%04x] [0000:0000] 00" % ids
+        attrs["pci_link_speed"] = "31.507692"
+    return ET.SubElement(parent, "object", attrs)
+
+
+def add_pci_function(parent, s, gp, os_names, model, osdev):
+    k = KINDS[s.kind]
+    pci = ET.SubElement(parent, "object", {"type": "PCIDev", "gp_index": gp(), "pci_busid": s.busid_text(),
+                                           "pci_type": fmt_type(s.kind), "pci_link_speed": "31.507692"})
+    ET.SubElement(pci, "info", {"name": "PCIVendor", "value": k["vendor_name"]})
+    ET.SubElement(pci, "info", {"name": "PCIDevice", "value": k["device_name"]})
     if osdev:
-        uuid = "GPU-00000000-0000-0000-0000-%012x" % (0xFA4E0000 + index)
-        cuda = ET.SubElement(pci, "object", {
-            "type": "OSDev", "gp_index": gp(), "name": "cuda%d" % index,
-            "subtype": "CUDA", "osdev_type": "5"})
-        for n, v in (("Backend", "CUDA"), ("GPUVendor", "NVIDIA Corporation"),
-                     ("GPUModel", model), ("CUDAGlobalMemorySize", "41486144"),
-                     ("CUDAL2CacheSize", "40960"), ("CUDAMultiProcessors", "108"),
-                     ("CUDACoresPerMP", "64"), ("CUDASharedMemorySizePerMP", "48")):
-            ET.SubElement(cuda, "info", {"name": n, "value": v})
-        nvml = ET.SubElement(pci, "object", {
-            "type": "OSDev", "gp_index": gp(), "name": "nvml%d" % index,
-            "subtype": "NVML", "osdev_type": "1"})
-        for n, v in (("Backend", "NVML"), ("GPUVendor", "NVIDIA Corporation"),
-                     ("GPUModel", model), ("NVIDIASerial", "%013d" % (1320000000000 + index)),
-                     ("NVIDIAUUID", uuid)):
-            ET.SubElement(nvml, "info", {"name": n, "value": v})
+        for backend, index in os_names:
+            add_os_device(pci, backend, index, s.kind, gp, model or k.get("model", ""))
     return pci
+
+
+def place_devices(topo, specs, gp, model, osdev):
+    switches = assign_buses(topo, specs)
+    names = os_device_names(specs)
+    built_switch = {}
+    for s in specs:
+        parent = resolve_parent(topo, s.loc)
+        dom, bus = s.busid[0], s.busid[1]
+        mdl = model if (model and s.kind == "a100") else None
+        if s.switch:
+            members = switches[s.switch]
+            if s.switch not in built_switch:
+                up = min(m.busid[1] for m in members) - 2
+                top = max(m.busid[1] for m in members)
+                host = bridge(parent, gp, "0-1", 0, (dom, up), top)
+                upstream = bridge(host, gp, "1-1", 1, (dom, up + 1), top, (dom, up, 0, 0),
+                                  (SWITCH_VENDOR, SWITCH_DEVICE))
+                built_switch[s.switch] = (parent, upstream, up)
+            sw_parent, upstream, up = built_switch[s.switch]
+            if sw_parent is not parent:
+                die("switch %s: %s is below another object than the switch's other devices" % (s.switch, s.text))
+            port = bridge(upstream, gp, "1-1", 2, (dom, bus), bus, (dom, up + 1, members.index(s), 0),
+                          (SWITCH_VENDOR, SWITCH_DEVICE))
+            add_pci_function(port, s, gp, names[s], mdl, osdev)
+        elif s.direct:
+            host = bridge(parent, gp, "0-1", 0, (dom, bus), bus)
+            add_pci_function(host, s, gp, names[s], mdl, osdev)
+        else:
+            host = bridge(parent, gp, "0-1", 0, (dom, bus - 1), bus)
+            port = bridge(host, gp, "1-1", 1, (dom, bus), bus, (dom, bus - 1, 0, 0))
+            add_pci_function(port, s, gp, names[s], mdl, osdev)
+        if s.memnode is not None:
+            add_gpu_memory_node(topo, parent, s, gp)
+
+
+def parents_of(topo):
+    return {e: p for e, p in walk(topo)}
+
+
+def add_gpu_memory_node(topo, parent, s, gp):
+    """The GPU's memory as a CPU-less NUMA node attached where the GPU is (cpuset of that
+    object, no PU of its own), as hwloc shows NVLink-attached GPU memory."""
+    for e in topo.iter("object"):
+        if e.get("type") == "NUMANode" and e.get("os_index") == str(s.memnode):
+            die("%s: NUMA node %d exists already" % (s.text, s.memnode))
+    bit = 1 << s.memnode
+    node = ET.SubElement(parent, "object", {
+        "type": "NUMANode", "os_index": str(s.memnode), "cpuset": parent.get("cpuset"),
+        "complete_cpuset": parent.get("complete_cpuset") or parent.get("cpuset"),
+        "nodeset": format_bitmap(bit), "complete_nodeset": format_bitmap(bit), "gp_index": gp(),
+        "subtype": "GPUMemory", "local_memory": str(KINDS[s.kind]["memory"])})
+    ET.SubElement(node, "page_type", {"size": "65536", "count": str(KINDS[s.kind]["memory"] // 65536)})
+    ET.SubElement(node, "info", {"name": "PCIBusID", "value": s.busid_text()})
+    # The node is local to its parent, every ancestor and every CPU-side descendant.
+    par = parents_of(topo)
+    touched = [parent]
+    e = parent
+    while e in par and par[e].tag == "object":
+        e = par[e]
+        touched.append(e)
+    touched += [d for d, _ in walk(parent) if d.get("type") not in IO_TYPES and d is not node
+                and d.get("type") != "Misc"]
+    for e in touched:
+        for a in ("nodeset", "complete_nodeset", "allowed_nodeset"):
+            if e.get(a) is not None:
+                e.set(a, format_bitmap(parse_bitmap(e.get(a)) | bit))
+
+
+def set_allowed_cpus(topo, spec):
+    machine = root_machine(topo)
+    if re.fullmatch(r"[0-9][0-9,\-]*", spec):
+        cpus = 0
+        for part in spec.split(","):
+            a, _, b = part.partition("-")
+            for c in range(int(a), int(b or a) + 1):
+                cpus |= 1 << c
+    else:
+        cpus = parse_bitmap(resolve_parent(topo, spec).get("cpuset"))
+    if cpus & ~parse_bitmap(machine.get("cpuset")) or not cpus:
+        die("--allowed-cpus %s: not a non-empty subset of the machine's CPUs" % spec)
+    machine.set("allowed_cpuset", format_bitmap(cpus))
+    return ",".join(str(b) for b in bits(cpus))
+
+
+
+
+# ---------------------------------------------------------------- presets
+def smt(cores, threads):
+    """PU OS indexes in logical order when hardware thread t of core c is c + cores*t
+    (x86 Linux numbering: all first threads, then all second threads)."""
+    return ",".join(str(c + cores * t) for c in range(cores) for t in range(threads))
+
+
+def gib(n):
+    return str(n * GIB)
+
+
+# Each preset: doc (one line), synthetic (an hwloc synthetic description), gpus / pci
+# (SPECs as for --gpu / --pci), allowed (optional --allowed-cpus). The shapes are modelled on
+# real GPU servers; every CPU set a test expects is taken from hwloc-calc on the output.
+PRESETS = {
+    "nps4": dict(
+        doc="2-socket EPYC 7402-like in NPS4 (8 NUMA nodes of 6 cores, SMT2, L3 per 3-core CCX), "
+            "4 A100 on NUMA 1,3,5,7 in PCI order 3,1,7,5, one ConnectX-6 next to each",
+        synthetic="pack:2 group:4 [numa(memory=%s)] l3:2(size=16MB) core:3 pu:2(indexes=%s)" % (gib(64), smt(48, 2)),
+        gpus=["numa:3=0000:03:00.0", "numa:1=0000:44:00.0", "numa:7=0000:84:00.0", "numa:5=0000:c4:00.0"],
+        pci=["numa:3=0000:06:00.0,kind=cx6", "numa:1=0000:47:00.0,kind=cx6", "numa:7=0000:87:00.0,kind=cx6",
+             "numa:5=0000:c7:00.0,kind=cx6", "package:0=0000:62:00.0,kind=aspeed,direct=1"]),
+    "dgx-a100": dict(
+        doc="DGX A100-like: 2 EPYC 7742 (64 cores, SMT2: siblings c and c+128) in NPS4, 4 cores per "
+            "L3 (CCX), 8 A100, two on each of NUMA 3,1,7,5 (PCI order), 8 ConnectX-6, 6 NVSwitches",
+        synthetic="pack:2 group:4 [numa(memory=%s)] l3:4(size=16MB) core:4 pu:2(indexes=%s)" % (gib(128), smt(128, 2)),
+        gpus=["numa:3=0000:07:00.0", "numa:3=0000:0f:00.0", "numa:1=0000:47:00.0", "numa:1=0000:4e:00.0",
+              "numa:7=0000:87:00.0", "numa:7=0000:90:00.0", "numa:5=0000:b7:00.0", "numa:5=0000:bd:00.0"],
+        pci=["numa:3=0000:0c:00.0,kind=cx6", "numa:3=0000:12:00.0,kind=cx6", "numa:1=0000:54:00.0,kind=cx6",
+             "numa:1=0000:58:00.0,kind=cx6", "numa:7=0000:8d:00.0,kind=cx6", "numa:7=0000:94:00.0,kind=cx6",
+             "numa:5=0000:ba:00.0,kind=cx6", "numa:5=0000:cc:00.0,kind=cx6"]
+            + ["numa:6=0000:%02x:00.0,kind=nvswitch" % b for b in (0xd0, 0xd2, 0xd4, 0xd6, 0xd8, 0xda)]),
+    "power9": dict(
+        doc="IBM AC922-like: 2 POWER9 (20 cores, SMT4, L3 per core pair), NUMA 0 and 8, 4 V100 (2 per "
+            "socket) whose memory is a CPU-less GPUMemory NUMA node each (255,254 | 253,252)",
+        synthetic="pack:2 [numa(memory=%s indexes=0,8)] l3:10(size=10MB) core:2 pu:4" % gib(256),
+        gpus=["package:0=0004:04:00.0,kind=v100,direct=1,memnode=255",
+              "package:0=0004:05:00.0,kind=v100,direct=1,memnode=254",
+              "package:1=0035:03:00.0,kind=v100,direct=1,memnode=253",
+              "package:1=0035:04:00.0,kind=v100,direct=1,memnode=252"],
+        pci=["package:0=0000:01:00.0,kind=cx6", "package:1=0033:01:00.0,kind=cx6"]),
+    "gh200": dict(
+        doc="Grace Hopper-like: one 72-core Grace (no SMT, one L3) on NUMA 0, the Hopper GPU's memory "
+            "as CPU-less GPUMemory NUMA node 1",
+        synthetic="pack:1 [numa(memory=%s)] l3:1(size=114MB) core:72 pu:1" % gib(480),
+        gpus=["package:0=0009:01:00.0,kind=gh200,direct=1,memnode=1"],
+        pci=["package:0=0000:01:00.0,kind=cx6,direct=1"]),
+    "mi300a-tpx": dict(
+        doc="MI300A node-like: 4 APUs (24 cores, SMT2: siblings c and c+96, 3 L3 of 8 cores), one NUMA "
+            "node each, each APU's GPU one PCI function in TPX mode (3 rsmi OS devices), a NIC per APU",
+        synthetic="pack:4 [numa(memory=%s)] l3:3(size=32MB) core:8 pu:2(indexes=%s)" % (gib(128), smt(96, 2)),
+        gpus=["package:%d=%04x:02:00.0,kind=mi300a,partitions=3,direct=1" % (p, p) for p in range(4)],
+        pci=["package:%d=%04x:01:00.0,kind=cassini,direct=1" % (p, p) for p in range(4)]),
+    "mi300a-spx": dict(
+        doc="the mi300a-tpx node in SPX mode: one logical GPU per APU",
+        synthetic="pack:4 [numa(memory=%s)] l3:3(size=32MB) core:8 pu:2(indexes=%s)" % (gib(128), smt(96, 2)),
+        gpus=["package:%d=%04x:02:00.0,kind=mi300a,direct=1" % (p, p) for p in range(4)],
+        pci=["package:%d=%04x:01:00.0,kind=cassini,direct=1" % (p, p) for p in range(4)]),
+    "16gpu": dict(
+        doc="DGX-2-like: 2 Xeon sockets (24 cores, SMT2: siblings c and c+48, one L3 each), one NUMA "
+            "node per socket, 16 V100 behind PCIe switches (2 per switch, 8 per socket)",
+        synthetic="pack:2 [numa(memory=%s)] l3:1(size=33MB) core:24 pu:2(indexes=%s)" % (gib(768), smt(48, 2)),
+        gpus=["package:%d=0000:%02x:00.0,kind=v100,switch=%s" % (pkg, bus, sw)
+              for pkg, sw, buses in ((0, "a", (0x34, 0x36)), (0, "b", (0x39, 0x3b)), (0, "c", (0x57, 0x59)),
+                                     (0, "d", (0x5c, 0x5e)), (1, "e", (0xb7, 0xb9)), (1, "f", (0xbc, 0xbe)),
+                                     (1, "g", (0xe0, 0xe2)), (1, "h", (0xe5, 0xe7)))
+              for bus in buses]),
+    "snc": dict(
+        doc="Xeon SNC2-like: 2 sockets x 2 sub-NUMA clusters of 16 cores (SMT2: siblings c and c+64), one "
+            "L3 per socket spanning both of its NUMA nodes, one H100 per NUMA node",
+        synthetic="pack:2 l3:1(size=105MB) group:2 [numa(memory=%s)] core:16 pu:2(indexes=%s)" % (gib(128), smt(64, 2)),
+        gpus=["numa:0=0000:19:00.0,kind=h100", "numa:1=0000:3b:00.0,kind=h100",
+              "numa:2=0000:9b:00.0,kind=h100", "numa:3=0000:bb:00.0,kind=h100"]),
+    "machine-gpu": dict(
+        doc="2-socket node (12 cores, SMT2: siblings c and c+24, one L3 and NUMA node per socket) with "
+            "2 GPUs attached at machine level (no NUMA affinity)",
+        synthetic="pack:2 [numa(memory=%s)] l3:1(size=30MB) core:12 pu:2(indexes=%s)" % (gib(96), smt(24, 2)),
+        gpus=["machine=0000:03:00.0,kind=v100", "machine=0000:82:00.0,kind=v100"]),
+    "workstation": dict(
+        doc="single-socket workstation: 16 cores (SMT2: siblings c and c+16), one L3, one NUMA node, "
+            "2 RTX A6000 (VGA class) and an NVMe drive",
+        synthetic="pack:1 [numa(memory=%s)] l3:1(size=64MB) core:16 pu:2(indexes=%s)" % (gib(128), smt(16, 2)),
+        gpus=["package:0=0000:01:00.0,kind=rtx-a6000", "package:0=0000:21:00.0,kind=rtx-a6000"],
+        pci=["package:0=0000:41:00.0,kind=nvme"]),
+    "no-allowed-cpu": dict(
+        doc="2-socket node (8 cores, SMT2: siblings c and c+16, one L3 and NUMA node per socket), GPU 0 "
+            "on NUMA 0, GPU 1 on NUMA 1; allowed CPUs (a cpuset) only those of NUMA 0, so GPU 1's node "
+            "has no allowed CPU",
+        synthetic="pack:2 [numa(memory=%s)] l3:1(size=20MB) core:8 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),
+        gpus=["numa:0=0000:17:00.0", "numa:1=0000:b1:00.0"],
+        allowed="numa:0"),
+    "mixed-vendors": dict(
+        doc="2-socket node with sparse NUMA ids 0 and 2 (8 cores, SMT2 each): an NVIDIA A100 on NUMA 0 "
+            "(08:00.0) and an AMD MI210 on NUMA 2 (44:00.0)",
+        synthetic="pack:2 [numa(memory=%s indexes=0,2)] l3:1(size=32MB) core:8 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),
+        gpus=["numa:0=0000:08:00.0,kind=a100", "numa:1=0000:44:00.0,kind=mi210"]),
+    "cpu-only": dict(
+        doc="2-socket node without accelerators (8 cores, SMT2 each), only a NIC and a BMC VGA chip",
+        synthetic="pack:2 [numa(memory=%s)] l3:1(size=32MB) core:8 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),
+        gpus=[],
+        pci=["numa:0=0000:17:00.0,kind=cx6", "machine=0000:03:00.0,kind=aspeed"]),
+}
 
 
 def reorder_children(elem):
@@ -389,30 +769,88 @@ def reorder_children(elem):
         reorder_children(c)
 
 
+
+
 # ---------------------------------------------------------------- main
+def lstopo_program():
+    for name in ("lstopo-no-graphics", "lstopo"):
+        p = shutil.which(name)
+        if p:
+            return p
+    die("lstopo-no-graphics (hwloc) not found")
+
+
+def read_input(a):
+    if a.synthetic:
+        r = subprocess.run([lstopo_program(), "--input", a.synthetic, "--of", "xml", "-"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if r.returncode != 0:
+            die("hwloc refused the synthetic description %r: %s" % (a.synthetic, "; ".join(r.stderr.decode().split("\n")).strip("; ")))
+        return r.stdout
+    if a.input is None:
+        return subprocess.run([lstopo_program(), "--of", "xml", "-"], check=True, stdout=subprocess.PIPE).stdout
+    if a.input == "-":
+        return sys.stdin.buffer.read()
+    with open(a.input, "rb") as f:
+        return f.read()
+
+
+def check_loads(path):
+    """hwloc itself must accept the output, I/O included (a broken generator fails here)."""
+    r = subprocess.run([lstopo_program(), "--input", path, "--whole-io", "--disallowed", "--of", "xml", "-"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        die("hwloc cannot load the generated %s: %s" % (path, r.stderr.decode().strip()))
+
+
+def describe_presets():
+    for name, p in PRESETS.items():
+        print("%-15s %s" % (name, p["doc"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.split("\n")[2:]))
+    ap.add_argument("--preset", metavar="NAME")
+    ap.add_argument("--list-presets", action="store_true")
+    ap.add_argument("--describe-presets", action="store_true")
     ap.add_argument("-i", "--input", default=None)
-    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--synthetic", default=None)
+    ap.add_argument("-o", "--output")
     ap.add_argument("--gpu", action="append", default=[])
+    ap.add_argument("--pci", action="append", default=[])
     ap.add_argument("--split-numa", type=int, default=0)
-    ap.add_argument("--model", default="NVIDIA A100-SXM4-40GB")
+    ap.add_argument("--allowed-cpus", default=None)
+    ap.add_argument("--facts", default=None)
+    ap.add_argument("--model", default=None)
     ap.add_argument("--no-osdev", action="store_true")
     ap.add_argument("--verify", action="store_true")
     a = ap.parse_args()
 
-    if a.input is None:
-        if not shutil.which("lstopo"):
-            die("no -i given and lstopo not found")
-        data = subprocess.run(["lstopo", "--of", "xml", "-"], check=True,
-                              stdout=subprocess.PIPE).stdout
-    elif a.input == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        with open(a.input, "rb") as f:
-            data = f.read()
+    if a.list_presets:
+        print("\n".join(PRESETS))
+        return
+    if a.describe_presets:
+        describe_presets()
+        return
+    if not a.output:
+        die("-o OUT.xml is required (or --list-presets / --describe-presets)")
+    if a.preset is not None and a.preset not in PRESETS:
+        die("unknown preset %r (presets: %s)" % (a.preset, ", ".join(PRESETS)))
+    preset = PRESETS.get(a.preset)
+    if preset:
+        if a.input or a.synthetic or a.split_numa:
+            die("--preset %s brings its own CPUs: no -i, --synthetic or --split-numa" % a.preset)
+        a.synthetic = preset["synthetic"]
+        a.gpu = preset.get("gpus", []) + a.gpu
+        a.pci = preset.get("pci", []) + a.pci
+        if a.allowed_cpus is None:
+            a.allowed_cpus = preset.get("allowed")
+    if a.input and a.synthetic:
+        die("-i and --synthetic exclude each other")
+
+    data = read_input(a)
     try:
         topo = ET.fromstring(data)
     except ET.ParseError as e:
@@ -429,27 +867,14 @@ def main():
             die("--split-numa must be >= 1")
         split_numa(topo, a.split_numa, gp)
 
-    used = used_buses(topo)
-    next_bus = 0x17
-    added = []
-    for i, spec in enumerate(a.gpu):
-        loc, _, bid = spec.partition("=")
-        parent = resolve_parent(topo, loc)
-        if bid:
-            busid = parse_busid(bid)
-            if (busid[0], busid[1]) in used or (busid[0], busid[1] - 1) in used:
-                die("--gpu %s: bus %02x (or its bridge bus) already in use" % (spec, busid[1]))
-        else:
-            while (0, next_bus) in used or (0, next_bus - 1) in used:
-                next_bus += 0x10
-            if next_bus > 0xFF:
-                die("ran out of PCI bus numbers; give bus ids explicitly")
-            busid = (0, next_bus, 0, 0)
-            next_bus += 0x10
-        used.update({(busid[0], busid[1]), (busid[0], busid[1] - 1)})
-        add_gpu(parent, i, busid, gp, a.model, not a.no_osdev)
-        added.append("%04x:%02x:%02x.%x" % busid)
+    specs = [DeviceSpec(s, "a100", True) for s in a.gpu] + [DeviceSpec(s, "cx6", False) for s in a.pci]
+    place_devices(topo, specs, gp, a.model, not a.no_osdev)
+    allowed = set_allowed_cpus(topo, a.allowed_cpus) if a.allowed_cpus else None
 
+    machine = root_machine(topo)
+    if a.preset:
+        info = ET.Element("info", {"name": "NumabindGenerator", "value": "gen_topology.py --preset " + a.preset})
+        machine.insert(0, info)
     for c in objects(topo):
         reorder_children(c)
     ET.indent(topo, space="  ")
@@ -461,6 +886,21 @@ def main():
     else:
         with open(a.output, "w", encoding="utf-8") as f:
             f.write(text)
+        if a.preset or a.synthetic:
+            check_loads(a.output)
+
+    if a.facts:
+        facts = {
+            "preset": a.preset, "doc": preset["doc"] if preset else None, "synthetic": a.synthetic,
+            "devices": [{"busid": s.busid_text(), "kind": s.kind, "gpu": s.gpu, "location": s.loc,
+                         "vendor": "%04x" % KINDS[s.kind]["vendor"], "class": "%04x" % KINDS[s.kind]["cls"],
+                         "partitions": s.partitions if s.gpu else 1, "memnode": s.memnode}
+                        for s in sorted(specs, key=lambda s: s.busid)],
+            "allowed_cpus": allowed,
+        }
+        with open(a.facts, "w", encoding="utf-8") as f:
+            json.dump(facts, f, indent=1)
+            f.write("\n")
 
     if a.verify:
         if a.output == "-":
@@ -468,12 +908,14 @@ def main():
         calc = shutil.which("hwloc-calc")
         if not calc:
             die("--verify: hwloc-calc not found")
-        for b in added:
-            r = subprocess.run([calc, "--input", a.output, "pci=%s" % b, "-p", "-I", "pu"],
+        for s in specs:
+            if not s.gpu:
+                continue
+            r = subprocess.run([calc, "--input", a.output, "pci=%s" % s.busid_text(), "-p", "-I", "pu"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if r.returncode != 0 or not r.stdout.strip():
-                die("--verify: hwloc-calc failed for %s: %s" % (b, r.stderr.strip()))
-            sys.stderr.write("gpu %s -> PUs %s\n" % (b, r.stdout.strip()))
+                die("--verify: hwloc-calc failed for %s: %s" % (s.busid_text(), r.stderr.strip()))
+            sys.stderr.write("gpu %s -> PUs %s\n" % (s.busid_text(), r.stdout.strip()))
 
 
 if __name__ == "__main__":

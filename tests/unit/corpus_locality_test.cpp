@@ -1,5 +1,6 @@
 // Accelerator discovery on every recorded GPU server against the corpus INDEX
-// (per-GPU locality computed independently with hwloc-calc).
+// (per-GPU locality computed independently with hwloc-calc). The corpus is read in place
+// (NUMABIND_TOPOLOGY_CORPUS); without it these tests skip.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,17 +20,8 @@ nlohmann::json expected() {
     return nlohmann::json::parse(in);
 }
 
-std::vector<std::string> gpu_files() {
-    std::vector<std::string> files;
-    const nlohmann::json all = expected();
-    for (auto& [file, entry] : all.items()) {
-        if (file.find('/') != std::string::npos) continue;  // cpu-only/ is not copied
-        bool has_compute = false;
-        for (auto& g : entry["gpus"]) has_compute |= g["compute"].get<bool>();
-        if (has_compute) files.push_back(file);
-    }
-    return files;
-}
+// Fixed when CMake ran, so that the test names are the same with or without the corpus.
+std::vector<std::string> gpu_files() { return corpus_params(corpus_gpu_files()); }
 
 // Memory-only nodes (GPU memory, empty cpusets) are never homes.
 std::vector<int> cpu_nodes_in(const nlohmann::json& entry, const std::string& list) {
@@ -54,6 +46,8 @@ std::vector<int> all_cpu_nodes(const nlohmann::json& entry) {
 class CorpusLocality : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CorpusLocality, AcceleratorsMatchIndex) {
+    NUMABIND_REQUIRE_CORPUS();
+    NUMABIND_REQUIRE_CORPUS_PARAM(GetParam());
     const std::string file = GetParam();
     const nlohmann::json entry = expected()[file];
     auto topo = load(file);
@@ -115,6 +109,7 @@ INSTANTIATE_TEST_SUITE_P(Index, CorpusLocality, ::testing::ValuesIn(gpu_files())
                          });
 
 TEST(CorpusLocality, NumaNodesKeepMemoryOnlyNodesCpuLess) {
+    NUMABIND_REQUIRE_CORPUS();
     auto topo = load("hwloc-linux_nvidiagpunumanodes-keptgpunuma.xml");
     for (const NumaNode& n : topo->model().numa_nodes) {
         if (n.subtype == "GPUMemory") {

@@ -91,15 +91,20 @@ TEST(DeviceMatch, SpecsOverrideTheTable) {
     }
 }
 
+// Generated shapes (gen_topology.py): nps4 has 4 A100 at 03:00.0, 44:00.0, 84:00.0,
+// c4:00.0 (PCI order = device index); mixed-vendors an A100 at 08:00.0 and an MI210 at 44:00.0.
 class Visible : public ::testing::Test {
 protected:
     void SetUp() override {
-        jwb = load("psmgmt_topo.jwb0001.xml");
-        accs = find_accelerators(jwb->model(), DeviceMatcher::builtin());
-        chimera = load("flux-sched_chimera.xml");
-        mixed = find_accelerators(chimera->model(), DeviceMatcher::builtin());
+        nps4 = load(generated("nps4"));
+        accs = find_accelerators(nps4->model(), DeviceMatcher::builtin());
+        ASSERT_EQ(accs.size(), 4u);
+        ASSERT_EQ(accs[2].pci, "0000:84:00.0");
+        two_vendors = load(generated("mixed-vendors"));
+        mixed = find_accelerators(two_vendors->model(), DeviceMatcher::builtin());
+        ASSERT_EQ(mixed.size(), 2u);
     }
-    std::unique_ptr<HwlocTopology> jwb, chimera;
+    std::unique_ptr<HwlocTopology> nps4, two_vendors;
     std::vector<Accelerator> accs, mixed;
 };
 
@@ -137,12 +142,12 @@ TEST_F(Visible, BadEntriesNameTheVariableAndValue) {
 }
 
 TEST_F(Visible, EachRuntimeCountsItsOwnVendor) {
-    // chimera: index 0 = NVIDIA 08:00.0, index 1 = AMD 44:00.0
+    // mixed-vendors: index 0 = NVIDIA 08:00.0, index 1 = AMD 44:00.0
     EXPECT_EQ(visible_from_env(mixed, env_of({{"CUDA_VISIBLE_DEVICES", "0"}}), nullptr).indexes, std::vector<int>{0});
     EXPECT_EQ(visible_from_env(mixed, env_of({{"ROCR_VISIBLE_DEVICES", "0"}}), nullptr).indexes, std::vector<int>{1});
     EXPECT_EQ(visible_from_env(mixed, env_of({{"HIP_VISIBLE_DEVICES", "0"}}), nullptr).indexes, std::vector<int>{1});
     EXPECT_THROW(visible_from_env(mixed, env_of({{"ROCR_VISIBLE_DEVICES", "1"}}), nullptr), UsageError);
-    // HIP numbers what ROCr left: ROCR=2,0 then HIP=1 -> device 0 (jwb has no AMD: generic order)
+    // HIP numbers what ROCr left: ROCR=2,0 then HIP=1 -> device 0 (nps4 has no AMD: generic order)
     auto v = visible_from_env(accs, env_of({{"ROCR_VISIBLE_DEVICES", "2,0"}, {"HIP_VISIBLE_DEVICES", "1"}}), nullptr);
     EXPECT_EQ(v.indexes, std::vector<int>{0});
     auto ze = visible_from_env(accs, env_of({{"ZE_AFFINITY_MASK", "3.1,1,3.0"}}), nullptr);

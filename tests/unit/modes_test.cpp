@@ -1,5 +1,6 @@
-// Every binding mode on recorded GPU servers. Expected CPU sets come from
-// hwloc-calc (an independent tool) and the corpus INDEX, never from numabind.
+// Every binding mode on recorded GPU servers (the corpus, read in place; each test skips
+// without it). Expected CPU sets come from hwloc-calc (an independent tool) and the corpus
+// INDEX, never from numabind. generated_test.cpp covers every mode without the corpus.
 #include <gtest/gtest.h>
 
 #include "numabind/error.hpp"
@@ -32,6 +33,7 @@ const int kJwbHome[] = {3, 1, 7, 5};
 const int kJwbPackage[] = {0, 0, 1, 1};
 
 TEST(ModeNode, EachTaskGetsItsGpusNumaNode) {
+    NUMABIND_REQUIRE_CORPUS();
     auto p = plan_for(kJwb, Mode::Node, 4);
     for (int r = 0; r < 4; ++r) {
         const TaskPlan& t = p.plan.tasks[r];
@@ -45,6 +47,7 @@ TEST(ModeNode, EachTaskGetsItsGpusNumaNode) {
 }
 
 TEST(ModeSocket, EachTaskGetsThePackageOfItsNode) {
+    NUMABIND_REQUIRE_CORPUS();
     auto p = plan_for(kJwb, Mode::Socket, 4);
     for (int r = 0; r < 4; ++r) {
         EXPECT_EQ(p.plan.tasks[r].cpus, calc_pus(kJwb, "--pi package:" + std::to_string(kJwbPackage[r])));
@@ -53,6 +56,7 @@ TEST(ModeSocket, EachTaskGetsThePackageOfItsNode) {
 }
 
 TEST(ModeExclusive, TwoTasksPerGpuSplitTheNodeOnL3Edges) {
+    NUMABIND_REQUIRE_CORPUS();
     auto p = plan_for(kJwb, Mode::Exclusive, 8);
     for (int dev = 0; dev < 4; ++dev) {
         auto l3 = l3s_of_numa(kJwb, kJwbHome[dev]);
@@ -65,6 +69,7 @@ TEST(ModeExclusive, TwoTasksPerGpuSplitTheNodeOnL3Edges) {
 }
 
 TEST(ModeExclusive, OneTaskPerNodeGetsTheWholeNode) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "psmgmt_topo.mel2001.xml";  // NPS4, A100s on 1,3,5,7
     auto p = plan_for(f, Mode::Exclusive, 4);
     for (int r = 0; r < 4; ++r) EXPECT_EQ(p.plan.tasks[r].cpus, numa_pus(f, p.plan.tasks[r].mems.at(0)));
@@ -75,6 +80,7 @@ TEST(ModeExclusive, OneTaskPerNodeGetsTheWholeNode) {
 }
 
 TEST(ModeExclusive, SplitsOnlyAmongTasksSharingAHomeNotIdleGpus) {
+    NUMABIND_REQUIRE_CORPUS();
     // g4dn.metal: 4 T4 per socket. Two tasks see devices 0 and 1 (node 0): the 24 cores of
     // node 0 go 12/12 between them, not 6/6 as if the idle GPUs 2 and 3 took cores too.
     const std::string f = "mpibind_g4dnmetal.xml";
@@ -86,6 +92,7 @@ TEST(ModeExclusive, SplitsOnlyAmongTasksSharingAHomeNotIdleGpus) {
 }
 
 TEST(ModeExclusive, FourTasksOnOneSocketGetSixCoresEachWithSiblings) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "mpibind_g4dnmetal.xml";
     auto p = plan_for(f, Mode::Exclusive, 8);
     auto cores0 = cores_of(f, "--pi numa:0"), cores1 = cores_of(f, "--pi numa:1");
@@ -97,6 +104,7 @@ TEST(ModeExclusive, FourTasksOnOneSocketGetSixCoresEachWithSiblings) {
 }
 
 TEST(ModeExclusive, RemainderGoesToTheFirstTasksAndGpuMemoryNodesAreIgnored) {
+    NUMABIND_REQUIRE_CORPUS();
     // AC922 with GPU memory kept as NUMA nodes 250-255 (CPU-less); PCI ids blanked.
     const std::string f = "hwloc-linux_nvidiagpunumanodes-keptgpunuma.xml";
     auto p = plan_for(f, Mode::Exclusive, 6, "class=0x0300");
@@ -110,6 +118,7 @@ TEST(ModeExclusive, RemainderGoesToTheFirstTasksAndGpuMemoryNodesAreIgnored) {
 }
 
 TEST(ModeExclusive, FewerCoresThanTasksSplitsThreadsAndFewerThreadsIsAnError) {
+    NUMABIND_REQUIRE_CORPUS();
     // DGX-2 (trimmed): 16 V100s on 2 single-thread cores per socket.
     const std::string f = "hwloc_nvidiaDGX2.xml";
     auto p = plan_for(f, Mode::Exclusive, 2, "", {0, 1});
@@ -127,6 +136,7 @@ TEST(ModeExclusive, FewerCoresThanTasksSplitsThreadsAndFewerThreadsIsAnError) {
 }
 
 TEST(ModeCoreComplex, OneDistinctL3PerTask) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "mpibind_epyc-corona.xml";  // 8 NUMA, 3-core L3s, GPUs on 1,2,5,7
     const int home[] = {1, 2, 5, 7};
     auto p = plan_for(f, Mode::CoreComplex, 8);
@@ -140,6 +150,7 @@ TEST(ModeCoreComplex, OneDistinctL3PerTask) {
 }
 
 TEST(ModeCoreComplex, MoreTasksThanL3GroupsSplitsGroupsExclusively) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "mpibind_epyc-corona.xml";
     auto p = plan_for(f, Mode::CoreComplex, 12);  // 3 tasks per GPU, 2 L3 per node
     auto l3 = l3s_of_numa(f, 1);
@@ -154,6 +165,7 @@ TEST(ModeCoreComplex, MoreTasksThanL3GroupsSplitsGroupsExclusively) {
 }
 
 TEST(ModeCoreComplex, Mi300aTpxPartitionsEachGetAnL3OfTheirApu) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "flux-core_tuo.TPX.xml";  // 4 APUs x 3 partitions, 3 L3 per APU
     auto p = plan_for(f, Mode::CoreComplex, 12);
     const char* pci[] = {"0000:02:00.0", "0001:02:00.0", "0002:02:00.0", "0003:02:00.0"};
@@ -171,6 +183,7 @@ TEST(ModeCoreComplex, Mi300aTpxPartitionsEachGetAnL3OfTheirApu) {
 }
 
 TEST(ModeNode, Mi300aSpxAndPowerWithCpuLessGpuMemory) {
+    NUMABIND_REQUIRE_CORPUS();
     auto spx = plan_for("flux-core_tuo.SPX.xml", Mode::Node, 4);
     for (int r = 0; r < 4; ++r) EXPECT_EQ(spx.plan.tasks[r].cpus, numa_pus("flux-core_tuo.SPX.xml", r));
     // Sierra / Lassen (hwloc 1 exports): GPU memory nodes 252-255 are CPU-less and never targets.
@@ -189,6 +202,7 @@ TEST(ModeNode, Mi300aSpxAndPowerWithCpuLessGpuMemory) {
 }
 
 TEST(ModeNode, MachineLevelGpuIsLocalToAllNodesWithAWarning) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "psmgmt_topo.j3c053.xml";
     auto p = plan_for(f, Mode::Node, 2);
     for (auto& t : p.plan.tasks) {
@@ -203,6 +217,7 @@ TEST(ModeNode, MachineLevelGpuIsLocalToAllNodesWithAWarning) {
 }
 
 TEST(ModeNode, SparseNumaIdsAndMixedVendors) {
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "flux-sched_chimera.xml";  // NVIDIA on node 0, AMD on node 2
     auto p = plan_for(f, Mode::Node, 1, "", {1});
     EXPECT_EQ(p.plan.tasks[0].device->pci, "0000:44:00.0");
@@ -213,6 +228,7 @@ TEST(ModeNode, SparseNumaIdsAndMixedVendors) {
 }
 
 TEST(ModeNode, GpuWithoutAllowedLocalCpusFallsBackToNearestAllowed) {
+    NUMABIND_REQUIRE_CORPUS();
     // SGI UV: both GPUs sit on packages whose CPUs are not allowed.
     const std::string f = "hwloc_64intel64-3g2n+2n-irregulargroups+pci.xml";
     auto p = plan_for(f, Mode::Node, 2);
@@ -225,6 +241,7 @@ TEST(ModeNode, GpuWithoutAllowedLocalCpusFallsBackToNearestAllowed) {
 }
 
 TEST(AllowedCpus, PlansStayInsideTheAllowedSet) {
+    NUMABIND_REQUIRE_CORPUS();
     auto p = plan_for(kJwb, Mode::Node, 4, "", {}, "6-8,54-56,18-23");
     EXPECT_EQ(p.plan.tasks[1].cpus, IdSet::parse("6-8,54-56"));  // node 1 ∩ allowed
     EXPECT_EQ(p.plan.tasks[0].cpus, IdSet::parse("18-23"));      // node 3 ∩ allowed
@@ -238,10 +255,12 @@ TEST(AllowedCpus, PlansStayInsideTheAllowedSet) {
 }
 
 TEST(AllowedCpus, NoAllowedCpuInTheTopologyIsAnError) {
+    NUMABIND_REQUIRE_CORPUS();
     EXPECT_THROW(plan_for(kJwb, Mode::Node, 1, "", {}, "500-501"), Error);
 }
 
 TEST(Devices, TasksOutnumberDevicesAndVisibleListsPickDevices) {
+    NUMABIND_REQUIRE_CORPUS();
     auto p = plan_for(kJwb, Mode::Node, 6, "", {2, 0});
     const int want[] = {2, 0, 2, 0, 2, 0};
     for (int r = 0; r < 6; ++r) EXPECT_EQ(p.plan.tasks[r].device->index, want[r]);
@@ -250,6 +269,7 @@ TEST(Devices, TasksOutnumberDevicesAndVisibleListsPickDevices) {
 }
 
 TEST(Devices, NoAcceleratorIsAClearErrorButModeNoneStillPlans) {
+    NUMABIND_REQUIRE_CORPUS();
     try {
         plan_for(kJwb, Mode::Node, 1, "1234:5678");
         FAIL();
@@ -262,6 +282,7 @@ TEST(Devices, NoAcceleratorIsAClearErrorButModeNoneStillPlans) {
 }
 
 TEST(Plan, IsDeterministicAndCopySafe) {
+    NUMABIND_REQUIRE_CORPUS();
     auto a = plan_for(kJwb, Mode::CoreComplex, 8);
     auto b = plan_for(kJwb, Mode::CoreComplex, 8);
     NodePlan copy = a.plan;

@@ -125,22 +125,10 @@ Oracle oracle_for(const std::string& file) {
 
 // The recorded servers with compute GPUs, and the match a user would give for the ones
 // whose PCI ids were blanked by their authors.
-bool have_corpus() {
-    std::ifstream in(corpus("expected_gpu_locality.json"));
-    return in.good();
-}
-
-std::vector<std::string> gpu_files() {
-    std::vector<std::string> files;
-    if (!have_corpus()) return files;  // a clone without the recorded corpus: skipped below
-    for (auto& [file, entry] : expected().items()) {
-        if (file.find('/') != std::string::npos) continue;
-        bool has_compute = false;
-        for (auto& g : entry["gpus"]) has_compute |= g["compute"].get<bool>();
-        if (has_compute) files.push_back(file);
-    }
-    return files;
-}
+// The recorded servers with compute GPUs (known when CMake ran; one skipping placeholder
+// without the corpus), and the match a user would give for the ones whose PCI ids were
+// blanked by their authors.
+std::vector<std::string> gpu_files() { return corpus_params(corpus_gpu_files()); }
 std::string match_for(const std::string& file) {
     return file.find("nvidiagpunumanodes") != std::string::npos ? "class=0x0300" : "";
 }
@@ -316,6 +304,8 @@ class OwnershipOnCorpus : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OwnershipOnCorpus, EveryModeForOneTwoHalfAllButOneAllAndTwiceTheGpus) {
     const std::string file = GetParam();
+    NUMABIND_REQUIRE_CORPUS_PARAM(file);
+    NUMABIND_REQUIRE_CORPUS();
     const Oracle o = oracle_for(file);
     auto topo = load(file);
     const std::string match = match_for(file);
@@ -344,7 +334,6 @@ TEST_P(OwnershipOnCorpus, EveryModeForOneTwoHalfAllButOneAllAndTwiceTheGpus) {
     }
 }
 
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OwnershipOnCorpus);
 INSTANTIATE_TEST_SUITE_P(Corpus, OwnershipOnCorpus, ::testing::ValuesIn(gpu_files()),
                          [](const auto& info) {
                              std::string s = info.param;
@@ -355,10 +344,10 @@ INSTANTIATE_TEST_SUITE_P(Corpus, OwnershipOnCorpus, ::testing::ValuesIn(gpu_file
 
 // Random allowed sets x ownership (shared lists in random order, per-task lists) x modes.
 TEST(OwnershipProperty, RandomAllowedSetsAndOwnershipKeepEveryInvariant) {
-    if (!have_corpus()) GTEST_SKIP() << "recorded topology corpus not found (set NUMABIND_TOPOLOGY_CORPUS)";
+    NUMABIND_REQUIRE_CORPUS();
     std::mt19937 rng(20261201);
     int plans = 0, refusals = 0;
-    for (const std::string& file : gpu_files()) {
+    for (const std::string& file : corpus_gpu_files()) {
         const Oracle o = oracle_for(file);
         auto topo = load(file);
         const std::string match = match_for(file);
@@ -440,7 +429,7 @@ TEST(OwnershipProperty, RandomAllowedSetsAndOwnershipKeepEveryInvariant) {
 // Regression (issue 11, 2) on the recorded POWER9 node: 23 L3s over 44 cores, some of
 // one core; two tasks on NUMA 0 get two-core groups.
 TEST(CoreComplexOnCorpus, Power9TwoTasksGetTwoCoreGroups) {
-    if (!have_corpus()) GTEST_SKIP() << "recorded topology corpus not found (set NUMABIND_TOPOLOGY_CORPUS)";
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "flux-core_sierra.xml";
     const Oracle o = oracle_for(f);
     auto p = plan_for(f, Mode::CoreComplex, 2, "", {0, 1});
@@ -454,7 +443,7 @@ TEST(CoreComplexOnCorpus, Power9TwoTasksGetTwoCoreGroups) {
 // NPS4: 4 A100s on NUMA 1,3,5,7 of 8 (JUWELS Booster). Two tasks own two GPUs each, in PCI
 // order: 03:00 (node 3) + 44:00 (node 1), 84:00 (node 7) + c4:00 (node 5).
 TEST(OwnershipOnCorpus, Nps4TwoTasksOwnTwoGpusOnTwoNodesEach) {
-    if (!have_corpus()) GTEST_SKIP() << "recorded topology corpus not found (set NUMABIND_TOPOLOGY_CORPUS)";
+    NUMABIND_REQUIRE_CORPUS();
     const std::string f = "psmgmt_topo.jwb0001.xml";
     for (Mode mode : {Mode::Node, Mode::Exclusive}) {
         auto p = plan_for(f, mode, 2);
