@@ -301,7 +301,10 @@ def split_numa(topo, k, gp):
             ET.SubElement(numa, "page_type", {"size": size, "count": str(count // k)})
 
         holder = pkg
-        if l3_tmpl is not None:
+        # A machine whose L3s are per core already carries them inside the units: adding a
+        # package-wide one would make two L3 levels (hwloc-calc -I l3 then refuses).
+        units_have_l3 = any(d.get("type") == "L3Cache" for u in chunk for d in u.iter("object"))
+        if l3_tmpl is not None and not units_have_l3:
             l3 = ET.SubElement(pkg, "object", {a: v for a, v in l3_tmpl.attrib.items()})
             l3.set("os_index", str(i))
             l3.set("cpuset", cs)
