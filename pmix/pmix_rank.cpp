@@ -1,10 +1,11 @@
 // PMIx adapter: this process's local rank and the node's local task count from the
 // launcher's PMIx server (srun --mpi=pmix, Open MPI's mpirun/prterun, ...).
 //
-// Connecting as a PMIx client spends the process's PMIx identity: a PMIx/MPI program
-// exec'd afterwards fails in MPI_Init ("getting local rank failed ... Not found"), with
-// or without PMIx_Finalize, in-process or from a forked child. So this is only used
-// when asked for (`--rank-source pmix`), for programs that are not PMIx clients.
+// With PMIx's shared-memory store (gds ds21 in 4.x) connecting as a PMIx client spends the
+// process's PMIx identity: a PMIx/MPI program exec'd afterwards fails in MPI_Init ("getting
+// local rank failed ... Not found"). With the hash store (PMIX_MCA_gds=hash) for this query
+// AND the program, both work (measured on PMIx 4.2 and 5.0: docs/MPI.md), so that is set
+// here unless the user chose a store. Only used when asked for (`--rank-source pmix`).
 //
 // Never hangs: without PMIX_NAMESPACE and a PMIX_SERVER_URI* variable it fails at once
 // (no connection attempt — PMIx v4 would otherwise start a singleton). The PMIx calls
@@ -168,6 +169,13 @@ std::optional<LocalRank> pmix_local_rank(std::string& error) {
         error = why;
         return std::nullopt;
     }
+    // Before the fork: the child's PMIx_Init and the exec'd program must both use it.
+    std::string gds = "PMIX_MCA_gds=hash";
+    if (const char* user_gds = std::getenv("PMIX_MCA_gds")) {
+        gds = std::string("PMIX_MCA_gds=") + user_gds + " from the environment";
+    } else {
+        setenv("PMIX_MCA_gds", "hash", 1);
+    }
     const int timeout = timeout_seconds();
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -235,7 +243,7 @@ std::optional<LocalRank> pmix_local_rank(std::string& error) {
     }
     LocalRank lr;
     lr.rank = r.rank;
-    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ")";
+    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ", " + gds + ")";
     if (r.size > 0) {
         lr.size = r.size;
         lr.size_source = "PMIx PMIX_LOCAL_SIZE";

@@ -147,7 +147,9 @@ nb::TaskPlan plan_this_task(const Options& o, nb::Mode mode, nb::MemPolicy mem, 
     note(o, "topology: " + topo.source());
     auto accs = nb::find_accelerators(topo.model(), make_matcher(o.device_match));
 
-    nb::LocalRank lr = nb::resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_opt);
+    std::vector<std::string> rank_warnings;
+    nb::LocalRank lr = nb::resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_opt, &rank_warnings);
+    for (const std::string& w : rank_warnings) std::cerr << "numabind: warning: " << w << "\n";
     note(o, "local rank " + std::to_string(lr.rank) + " from " + lr.source + ", local tasks " +
                 (lr.size ? std::to_string(lr.size) + " from " + lr.size_source : std::string("unknown")));
     if (lr.size == 0) {

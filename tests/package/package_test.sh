@@ -21,7 +21,7 @@
 #   deb        cpack -G DEB; the .deb lists the CLI, plugin, man pages, conf (as a conffile)
 #              and depends on libhwloc15, libnuma1 and Slurm's plugins
 # Exit 0 pass, 1 fail, 77 skipped.
-set -euo pipefail
+set -Eeuo pipefail
 
 STEP=${1:?step}
 BUILD=$(cd "${2:?build dir}" && pwd)
@@ -44,6 +44,12 @@ finish() {
   echo "package_test.sh $STEP: all passed"; exit 0
 }
 skip() { echo "SKIP: $*"; exit 77; }
+# A command that stops the script (set -e) says which one and why, instead of a silent exit.
+trap 'echo "FAIL: $STEP: line $LINENO: \`$BASH_COMMAND\` exited $?" >&2' ERR
+need_tool() {  # TOOL PACKAGE: a missing tool is a failure naming the package to install
+  command -v "$1" >/dev/null && return 0
+  fail "$1 not found (Debian package $2; .ci/install-deps.sh installs it)"; return 1
+}
 
 has_plugin() { [ -f "$BUILD/spank/spank_numabind.so" ]; }
 libdir_of_stage() {  # the lib directory that holds libnumabind.a
@@ -158,16 +164,17 @@ step_consumer() {
 
 step_man() {
   need_stage
-  local page out
+  need_tool groff groff-base && need_tool man man-db || finish
+  local page out rc
   for page in "$STAGE/share/man/man1/numabind.1" "$STAGE/share/man/man8/spank_numabind.8"; do
-    out=$(groff -man -ww -z "$page" 2>&1)
-    check "groff -man -ww -z $(basename "$page") is silent" test -z "$out"
+    out=$(groff -man -ww -z "$page" 2>&1) && rc=0 || rc=$?
+    check "groff -man -ww -z $(basename "$page") is silent (exit $rc)" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
-    out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
-    check "man --warnings -l $(basename "$page") is silent" test -z "$out"
+    out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) && rc=0 || rc=$?
+    check "man --warnings -l $(basename "$page") is silent (exit $rc)" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
-    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null | awk 'length > 80')
-    check "$(basename "$page") fits 80 columns" test -z "$out"
+    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null | awk 'length > 80') && rc=0 || rc=$?
+    check "$(basename "$page") fits 80 columns" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
   done
   local o plain1 plain8
@@ -220,8 +227,24 @@ step_examples() {
       test "$(grep -c " mode=exclusive .* numabind_cpus=$want cpus_allowed=$want .* match=yes" "$work/excl.out")" = 3
   fi
   # Without numabind: still runs, reports no binding.
-  python3 "$py" --workers 1 >"$work/plain.out" 2>&1 || true
-  check "placement without numabind (auto when torch is missing)" grep -q '^placement role=main .* mode=- ' "$work/plain.out"
+  python3 "$py" --placement-only --workers 1 >"$work/plain.out" 2>&1 || true
+  check "placement without numabind" grep -q '^placement role=main .* mode=- ' "$work/plain.out"
+  # Real training (CPU, gloo) when PyTorch is installed (.ci/install-deps.sh installs python3-torch):
+  # the model trains, and the main process and its DataLoader workers stay on the plan's CPUs.
+  if python3 -c 'import torch' 2>/dev/null; then
+    local tv; tv=$(python3 -c 'import torch; print(torch.__version__)')
+    local cpus; cpus=$("$STAGE/bin/numabind" plan --topology "$work/this.xml" --mode node --ntasks 1 | awk '$1 == 0 { print $NF }')
+    timeout 300 "$STAGE/bin/numabind" run --topology "$work/this.xml" --mode node --local-rank 0 --ntasks 1 -- \
+      python3 "$py" --steps 3 --batch-size 4 --image-size 64 --resize 32 --workers 2 --classes 10 \
+      >"$work/train.out" 2>"$work/train.err" && rc=0 || rc=$?
+    cat "$work/train.out"; [ "$rc" = 0 ] || tail -n 20 "$work/train.err"
+    check "training with PyTorch $tv under numabind run exits 0" test "$rc" = 0
+    check "training reported its rate and loss" grep -qE '^rank 0 epoch 0: [0-9.]+ images/s, loss [0-9.]+' "$work/train.out"
+    check "training: main + 2 DataLoader workers on the plan's CPUs ($cpus)" \
+      test "$(grep -c " mode=node .* cpus_allowed=$cpus .* match=yes" "$work/train.out")" = 3
+  else
+    echo "NOTE: PyTorch not importable by python3: the training run is not tested here"
+  fi
   finish
 }
 
