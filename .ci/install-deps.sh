@@ -31,7 +31,7 @@ PKGS=(
   hyperfine python3 python3-torch
   qemu-system-x86 busybox-static xz-utils zstd
   clang
-  man-db procps rpm
+  man-db procps rpm cpio
 )
 # Renamed between releases (apt-cache search on each; clang's sanitizer runtimes follow the
 # default clang's major version).
@@ -76,7 +76,9 @@ else
   trap cleanup EXIT
   export DEBIAN_FRONTEND=noninteractive
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  # Only what is listed (no Recommends): a fresh root proves the list is complete, and
+  # Recommends would pull in GUI stacks (Qt, OpenCV, ffmpeg) that nothing here uses.
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
   cleanup; created_policy=0; trap - EXIT
 fi
 

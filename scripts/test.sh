@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: install what is needed (Debian 12, root), build, run every test tier.
+# The test command: install what is needed (Debian 12 or 13, root), build, run every test tier.
 #   scripts/test.sh                 all tiers (unit, cli, slurm, mpi, vm)
 #   NUMABIND_TEST_LABELS=unit|cli   only the labelled ctest tiers (a ctest -L regex)
 #   NUMABIND_BUILD_DIR=DIR          build directory (default: build)
