@@ -199,9 +199,12 @@ log "root $release ready in $(( $(date +%s) - t0 )) s: $root (tree $rev)"
 
 t1=$(date +%s)
 set +e
+# In the background + wait: a signal to this script runs the cleanup at once (bash defers
+# traps until a foreground child exits).
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root LANG=C.UTF-8 TERM=dumb CI="${CI:-true}" "${envs[@]}" \
-  /bin/bash -c 'cd /work/numabind && exec "$@"' fresh-root "${cmd[@]}" </dev/null
+  /bin/bash -c 'cd /work/numabind && exec "$@"' fresh-root "${cmd[@]}" </dev/null &
+wait $!
 rc=$?
 set -e
 log "${cmd[*]} in the $release root: exit $rc after $(( $(date +%s) - t1 )) s"
