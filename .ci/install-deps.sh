@@ -3,6 +3,7 @@
 #
 # Usage (as root, or with sudo available):   .ci/install-deps.sh
 #        .ci/install-deps.sh --list [RELEASE]   print the package list (one per line), install nothing
+#        .ci/install-deps.sh --check            exit 0 if every package is installed, else list the missing
 #   RELEASE: bookworm (Debian 12) or trixie (Debian 13); default: this machine's
 #   (VERSION_CODENAME in /etc/os-release). The lists differ where Debian renamed packages.
 #   Idempotent: if every package is already installed it does nothing (no apt-get update).
@@ -14,8 +15,9 @@
 set -euo pipefail
 
 release=""
-list_only=0
+list_only=0 check_only=0
 if [ "${1:-}" = --list ]; then list_only=1; release=${2:-}; fi
+if [ "${1:-}" = --check ]; then check_only=1; fi
 if [ -z "$release" ]; then
   release=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
 fi
@@ -57,6 +59,10 @@ for p in "${PKGS[@]}"; do
   [ "$st" = installed ] || missing+=("$p")
 done
 
+if [ "$check_only" = 1 ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "install-deps: missing: ${missing[*]}"; exit 1
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages already installed"
 else

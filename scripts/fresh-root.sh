@@ -14,9 +14,10 @@
 # What is cached, below NUMABIND_ROOTS_CACHE (default /var/cache/numabind-roots):
 #   <release>/base.tar.gz   `debootstrap --variant=minbase <release>` from the Debian mirror
 #                           this machine's apt uses (/etc/apt/sources.list*), made once.
-#   <release>/deps-<hash>.tar.gz   only with --deps-cache: the root as it was after a
-#                           successful COMMAND on the bare base (packages installed by the
-#                           project's own install step; /work, /tmp, apt's .debs left out).
+#   <release>/deps-<hash>.tar.gz   only with --deps-cache: the root as it was after COMMAND
+#                           ran on the bare base, once the project's own install step had
+#                           installed every listed package (`.ci/install-deps.sh --check`;
+#                           /work, /tmp, apt's .debs left out).
 #                           <hash> = sha256 of `.ci/install-deps.sh --list <release>`. A cold
 #                           cache therefore means the README command installed everything on
 #                           a bare root; a warm one starts from that result (install-deps then
@@ -209,10 +210,11 @@ rc=$?
 set -e
 log "${cmd[*]} in the $release root: exit $rc after $(( $(date +%s) - t1 )) s"
 
-if [ "$rc" = 0 ] && [ "$deps_cache" = 1 ] && [ "$start_from" = "$base" ]; then
-  # Cache the installed packages, not what the command built or left in scratch space.
+if [ "$deps_cache" = 1 ] && [ "$start_from" = "$base" ]; then
+  # Cache the installed packages (whether or not the tests passed, once the project's install
+  # step installed every listed package), not what the command built or left in scratch space.
   pids=$(inside_pids)
-  if [ -z "$pids" ]; then
+  if [ -z "$pids" ] && chroot "$root" /work/numabind/.ci/install-deps.sh --check >/dev/null 2>&1; then
     chroot "$root" apt-get clean >/dev/null 2>&1 || true
     tar -C "$root" --numeric-owner --one-file-system \
       --exclude=./work --exclude=./proc --exclude=./sys --exclude=./dev \

@@ -266,21 +266,27 @@ mpirun-pmix-mpi)
   ;;
 
 mpirun-pmix-spends)
-  # Why numabind sets the hash store: with PMIx 4's shared-memory store (ds21) the binder's
-  # client connection uses up what the program's MPI_Init needs. PMIx 5 has no such store
-  # (its default is hash), so there the hazard cannot be provoked: skip, saying so.
+  # Why numabind sets the hash store: the launcher's PMIx server offers its shared-memory
+  # store first (PMIX_GDS_MODULE: PMIx 4 "ds21,ds12,hash", PMIx 5 "shmem2,hash"). Chosen by
+  # the user for the binder and the program, the binder's client connection can use up what
+  # the program's MPI_Init needs. Measured per PMIx release (docs/MPI.md):
+  #   PMIx 4.x ds21: MPI_Init fails.   PMIx 5.x shmem2: EXPECT_PMIX5
   mpi_common
   pmix_version=$(pkg-config --modversion pmix 2>/dev/null || echo "?")
+  gds_list=$("$MPIRUN" -np 1 printenv PMIX_GDS_MODULE 2>/dev/null | head -n1)
+  gds=$(tr , '\n' <<<"$gds_list" | grep -vx hash | head -n1)
+  [ -n "$gds" ] || skip "PMIx $pmix_version: the server offers no shared-memory store (PMIX_GDS_MODULE=$gds_list)"
+  run_case spent env PMIX_MCA_gds="$gds" "$MPIRUN" -np 2 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
+  probes=$(grep -c '^MPI_PROBE ' "$work/spent.out"); rc=$(cat "$work/spent.rc")
   case $pmix_version in
-    4.*) gds=ds21 ;;
-    *) skip "PMIx $pmix_version has no shared-memory gds store (ds21/ds12 were removed in PMIx 5): nothing to provoke" ;;
+    4.*) if [ "$probes" = 0 ] && [ "$rc" != 0 ]; then
+           pass "PMIx $pmix_version, PMIX_MCA_gds=$gds chosen by the user: the binder's query makes MPI_Init fail (rc $rc): the reason for the hash default"
+         else
+           fail "PMIx $pmix_version, PMIX_MCA_gds=$gds: MPI_Init succeeded after a PMIx query ($probes probe lines): the hazard in docs/MPI.md is gone; revisit the note there"
+         fi ;;
+    *) echo "PMIx $pmix_version, PMIX_MCA_gds=$gds: rc $rc, $probes of 2 ranks passed MPI_Init"; sed 's/^/    /' "$work/spent.err" | head -n 6
+       pass "PMIx $pmix_version: recorded (no assertion yet)" ;;
   esac
-  run_case spent env PMIX_MCA_gds=$gds "$MPIRUN" -np 2 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
-  if [ "$(grep -c '^MPI_PROBE ' "$work/spent.out")" = 0 ] && [ "$(cat "$work/spent.rc")" != 0 ]; then
-    pass "PMIx $pmix_version, PMIX_MCA_gds=$gds chosen by the user: the binder's query makes MPI_Init fail (rc $(cat "$work/spent.rc")): the reason for the hash default"
-  else
-    fail "PMIx $pmix_version, PMIX_MCA_gds=$gds: MPI_Init succeeded after a PMIx query: the hazard in docs/MPI.md is gone; revisit the note there"
-  fi
   ;;
 
 mpirun-pmix-disagree)

@@ -1,5 +1,7 @@
 // Every binding mode on recorded GPU servers. Expected CPU sets come from
 // hwloc-calc (an independent tool) and the corpus INDEX, never from numabind.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "numabind/error.hpp"
