@@ -58,6 +58,11 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
                 } else if (warnings) {
                     warnings->insert(warnings->end(), differ.begin(), differ.end());
                 }
+                // A server that does not say how many tasks share the node: the launcher does.
+                if (found->size == 0 && launcher->size > 0) {
+                    found->size = launcher->size;
+                    found->size_source = launcher->size_source + " (the PMIx server gave none)";
+                }
             }
         } else {
             // auto/env never connect to PMIx: the launchers export free variables, and a

@@ -32,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 GEN_TOPOLOGY=${GEN_TOPOLOGY:-$here/../tools/gen_topology.py}
 CLUSTER_SH=${CLUSTER_SH:-$here/../slurm/cluster.sh}
 # mpirun refuses root without these; harmless otherwise.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Quiet Open MPI's and PMIx's complaints about this VM's missing high-speed networks.
 export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_mpi_warn_on_fork=0
 

@@ -205,5 +205,15 @@ TEST(RankSource, PmixUnknownSizeComparesTheRankOnly) {
     auto lr = nb::resolve_local_rank("", "", "pmix", env_of({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}),
                                      &warnings, no_size);
     EXPECT_TRUE(warnings.empty());
-    EXPECT_EQ(lr.size, 0);
+    EXPECT_EQ(lr.size, 2);
+    EXPECT_EQ(lr.size_source, "OMPI_COMM_WORLD_LOCAL_SIZE (the PMIx server gave none)");
+}
+
+TEST(RankSource, PmixWithoutSizeTakesTheLaunchersSize) {
+    std::vector<std::string> warnings;
+    auto lr = nb::resolve_local_rank("", "", "pmix", env_of({{"SLURM_LOCALID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}}),
+                                     &warnings, pmix_says(1, 0));
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_EQ(lr.size, 2);
+    EXPECT_EQ(lr.size_source, "SLURM_STEP_TASKS_PER_NODE (the PMIx server gave none)");
 }
