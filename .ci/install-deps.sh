@@ -33,7 +33,7 @@ PKGS=(
   hyperfine python3 python3-torch
   qemu-system-x86 busybox-static xz-utils zstd
   clang
-  man-db procps rpm cpio
+  man-db procps rpm cpio file
 )
 # Renamed between releases (apt-cache search on each; clang's sanitizer runtimes follow the
 # default clang's major version).
