@@ -28,6 +28,9 @@
 # and on every exit path (trap) kills what still runs inside the root, unmounts everything
 # below it and deletes it (--keep: leaves the root, unmounted). Exit status: COMMAND's.
 set -euo pipefail
+# All in one function, called on the last line: bash parses it completely before running, so
+# editing this file while a run is under way cannot derail that run.
+main() {
 
 die() { echo "fresh-root: $*" >&2; exit 1; }
 log() { echo "fresh-root: $*" >&2; }
@@ -224,3 +227,5 @@ if [ "$deps_cache" = 1 ] && [ "$start_from" = "$base" ]; then
   fi
 fi
 exit "$rc"
+}
+main "$@"
