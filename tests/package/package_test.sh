@@ -177,7 +177,9 @@ step_man() {
     out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) && rc=0 || rc=$?
     check "man --warnings -l $(basename "$page") is silent (exit $rc)" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
-    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null | awk 'length > 80') && rc=0 || rc=$?
+    # Characters, not bytes: groff 1.23 (Debian 13) hyphenates with U+2010, 3 bytes in UTF-8.
+    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null |
+          python3 -c 'import sys; [print(l) for l in sys.stdin.buffer.read().decode("utf-8", "replace").splitlines() if len(l) > 80]') && rc=0 || rc=$?
     check "$(basename "$page") fits 80 columns" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
   done
