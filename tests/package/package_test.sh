@@ -49,7 +49,7 @@ finish() {
 }
 skip() { echo "SKIP: $*"; exit 77; }
 # A command that stops the script (set -e) says which one and why, instead of a silent exit.
-trap 'echo "FAIL: $STEP: line $LINENO: \`$BASH_COMMAND\` exited $?" >&2' ERR
+trap 'rc=$?; [ "$BASH_SUBSHELL" = 0 ] && echo "FAIL: $STEP: line $LINENO: \`$BASH_COMMAND\` exited $rc" >&2' ERR
 need_tool() {  # TOOL PACKAGE: a missing tool is a failure naming the package to install
   command -v "$1" >/dev/null && return 0
   fail "$1 not found (Debian package $2; .ci/install-deps.sh installs it)"; return 1
@@ -281,9 +281,12 @@ step_slurm() {
   cat "$work/srun.out" "$work/srun.err"
   check "srun -n1 --numa-binding=node binds the task" grep -q '^mode=node cpus=[0-9]' "$work/srun.out"
   check "verbose line on srun's stderr" grep -q 'numabind' "$work/srun.err"
-  ( cd "$work" && timeout 60 srun -n1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
-      >"$work/placement.out" 2>"$work/placement.err" || true
+  local prc
+  ( cd "$work" && timeout 120 srun -n1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
+      >"$work/placement.out" 2>"$work/placement.err" && prc=0 || prc=$?
   cat "$work/placement.out"
+  [ "$(grep -c ' mode=node .* match=yes' "$work/placement.out" || true)" = 3 ] ||
+    { echo "srun exit $prc; its stderr:"; cat "$work/placement.err"; }
   check "training example placement under srun --numa-binding (main + workers match)" \
     test "$(grep -c ' mode=node .* match=yes' "$work/placement.out")" = 3
   ( cd "$work" && timeout 60 srun -n1 --numa-binding=bogus true ) >"$work/bad.out" 2>&1 && bad_rc=0 || bad_rc=$?
