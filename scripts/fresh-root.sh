@@ -129,21 +129,24 @@ inside_pids() {  # processes whose root directory is this root
   done
 }
 
+end_inside() {  # whatever COMMAND left running (a daemon a killed test never stopped)
+  local pids
+  pids=$(inside_pids)
+  [ -n "$pids" ] || return 0
+  log "ending processes left in the root: $(echo $pids)"
+  # shellcheck disable=SC2086
+  kill -TERM $pids 2>/dev/null; sleep 1
+  pids=$(inside_pids)
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+  sleep 0.2
+}
+
 cleanup() {
-  local rc=$? i pids
+  local rc=$? i
   set +e
   trap - EXIT INT TERM HUP
-  # Whatever COMMAND left running (a daemon it failed to stop) holds the mounts: end it.
-  pids=$(inside_pids)
-  if [ -n "$pids" ]; then
-    log "ending processes left in the root: $(echo $pids)"
-    # shellcheck disable=SC2086
-    kill -TERM $pids 2>/dev/null; sleep 1
-    pids=$(inside_pids)
-    # shellcheck disable=SC2086
-    [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
-    sleep 0.2
-  fi
+  end_inside   # they hold the mounts
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
     umount -R "${mounted[i]}" 2>/dev/null || umount -R -l "${mounted[i]}" 2>/dev/null ||
       log "could not unmount ${mounted[i]}"
@@ -216,8 +219,8 @@ log "${cmd[*]} in the $release root: exit $rc after $(( $(date +%s) - t1 )) s"
 if [ "$deps_cache" = 1 ] && [ "$start_from" = "$base" ]; then
   # Cache the installed packages (whether or not the tests passed, once the project's install
   # step installed every listed package), not what the command built or left in scratch space.
-  pids=$(inside_pids)
-  if [ -z "$pids" ] && chroot "$root" /work/numabind/.ci/install-deps.sh --check >/dev/null 2>&1; then
+  end_inside
+  if chroot "$root" /work/numabind/.ci/install-deps.sh --check >/dev/null 2>&1; then
     chroot "$root" apt-get clean >/dev/null 2>&1 || true
     tar -C "$root" --numeric-owner --one-file-system \
       --exclude=./work --exclude=./proc --exclude=./sys --exclude=./dev \
