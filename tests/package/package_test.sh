@@ -437,7 +437,7 @@ step_rpm() {
   r() { grep -qxF "$1" "$top/main.files"; }
   d() { grep -qxF "$1" "$top/devel.files"; }
   check "RPM License: Apache-2.0" test "$(rpm -qp --qf '%{LICENSE}' "$main" 2>/dev/null)" = Apache-2.0
-  check "RPM ships LICENSE as %license" grep -qE '^/usr/share/licenses/numabind(-$ver)?/LICENSE$' "$top/main.files"
+  check "RPM ships LICENSE as %license" grep -qE "^/usr/share/licenses/numabind(-$ver)?/LICENSE$" "$top/main.files"
   check "RPM has /usr/bin/numabind" r /usr/bin/numabind
   check "RPM has the man pages" bash -c 'grep -q "^/usr/share/man/man1/numabind\.1" "$0" && grep -q "^/usr/share/man/man8/spank_numabind\.8" "$0"' "$top/main.files"
   check "RPM has the docs" r /usr/share/doc/numabind/OPTIONS.md
