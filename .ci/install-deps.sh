@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# .ci/install-deps.sh — install every Debian 12 package numabind needs to build and test.
+# .ci/install-deps.sh — install every Debian package numabind needs to build and test.
 #
 # Usage (as root, or with sudo available):   .ci/install-deps.sh
+#        .ci/install-deps.sh --list [RELEASE]   print the package list (one per line), install nothing
+#        .ci/install-deps.sh --check            exit 0 if every package is installed, else list the missing
+#   RELEASE: bookworm (Debian 12) or trixie (Debian 13); default: this machine's
+#   (VERSION_CODENAME in /etc/os-release). The lists differ where Debian renamed packages.
 #   Idempotent: if every package is already installed it does nothing (no apt-get update).
 #   Otherwise it runs `apt-get update` once and installs only the missing packages.
 #   Debian's own slurmd/slurmctld/munge services are NOT started (a temporary policy-rc.d
@@ -10,6 +14,15 @@
 #   Env: NUMABIND_EXTRA_PKGS="pkg ..." adds packages.
 set -euo pipefail
 
+release=""
+list_only=0 check_only=0
+if [ "${1:-}" = --list ]; then list_only=1; release=${2:-}; fi
+if [ "${1:-}" = --check ]; then check_only=1; fi
+if [ -z "$release" ]; then
+  release=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+fi
+
+# Same on every release.
 PKGS=(
   build-essential cmake pkg-config
   libhwloc-dev hwloc libnuma-dev numactl
@@ -17,12 +30,22 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   slurm-wlm slurmd slurmctld libslurm-dev munge libpmix-dev
   libopenmpi-dev openmpi-bin
-  hyperfine python3
-  qemu-system-x86 busybox-static
-  clang libclang-rt-14-dev
+  hyperfine python3 python3-torch
+  qemu-system-x86 busybox-static xz-utils zstd
+  clang
+  man-db procps rpm cpio file
 )
+# Renamed between releases (apt-cache search on each; clang's sanitizer runtimes follow the
+# default clang's major version).
+case $release in
+  bookworm) PKGS+=(libclang-rt-14-dev) ;;   # clang 14, Slurm 22.05, Open MPI 4.1, PMIx 4.2, hwloc 2.9
+  trixie) PKGS+=(libclang-rt-19-dev) ;;     # clang 19, Slurm 24.11, Open MPI 5.0, PMIx 5.0, hwloc 2.12
+  *) echo "install-deps: unsupported Debian release '${release:-?}' (supported: bookworm, trixie)" >&2; exit 1 ;;
+esac
 # shellcheck disable=SC2206
 PKGS+=(${NUMABIND_EXTRA_PKGS:-})
+
+if [ "$list_only" = 1 ]; then printf '%s\n' "${PKGS[@]}"; exit 0; fi
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -36,6 +59,10 @@ for p in "${PKGS[@]}"; do
   [ "$st" = installed ] || missing+=("$p")
 done
 
+if [ "$check_only" = 1 ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "install-deps: missing: ${missing[*]}"; exit 1
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages already installed"
 else
@@ -55,7 +82,9 @@ else
   trap cleanup EXIT
   export DEBIAN_FRONTEND=noninteractive
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+  # Only what is listed (no Recommends): a fresh root proves the list is complete, and
+  # Recommends would pull in GUI stacks (Qt, OpenCV, ffmpeg) that nothing here uses.
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
   cleanup; created_policy=0; trap - EXIT
 fi
 

@@ -209,6 +209,31 @@ install(FILES man/spank_numabind.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMP
 # Directories (not globs) so that files added later need no re-configure.
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc
         FILES_MATCHING PATTERN "*.md")
+# License: Apache-2.0 (LICENSE); Debian's machine-readable copyright file names it and points
+# at the full text every Debian system has. The RPM ships LICENSE itself (%license).
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/numabind-install/copyright
+"Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: numabind
+
+Files: *
+Copyright: numabind maintainers
+License: Apache-2.0
+
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the \"License\"); you may not
+ use this software except in compliance with the License. You may obtain a copy
+ of the License at http://www.apache.org/licenses/LICENSE-2.0
+ .
+ Unless required by applicable law or agreed to in writing, software distributed
+ under the License is distributed on an \"AS IS\" BASIS, WITHOUT WARRANTIES OR
+ CONDITIONS OF ANY KIND, either express or implied. See the License for the
+ specific language governing permissions and limitations under the License.
+ .
+ On Debian systems, the complete text of the Apache License, Version 2.0 can be
+ found in /usr/share/common-licenses/Apache-2.0.
+")
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/numabind-install/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        COMPONENT doc)
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc
         USE_SOURCE_PERMISSIONS
         PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
@@ -240,7 +265,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 find_program(_nb_dpkg_shlibdeps dpkg-shlibdeps)
-if(_nb_dpkg_shlibdeps)
+find_program(_nb_file file)  # CPackDeb needs it to find the ELF files for shlibdeps
+if(_nb_dpkg_shlibdeps AND _nb_file)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # adds libc6, libstdc++6, libhwloc15, libnuma1 (+versions)
 endif()
 set(_nb_deb_depends "libhwloc15, libnuma1")
@@ -253,6 +279,8 @@ if(TARGET spank_numabind AND NUMABIND_SLURM_VERSION)
   string(APPEND _nb_deb_depends
     ", slurm-wlm-basic-plugins (>= ${NUMABIND_SLURM_MAJOR}.${NUMABIND_SLURM_MINOR}~)"
     ", slurm-wlm-basic-plugins (<< ${NUMABIND_SLURM_MAJOR}.${_nb_next_minor}~)")
+  # Which Slurm release this build's plugin is for, by name (one .deb per release).
+  set(CPACK_DEBIAN_PACKAGE_PROVIDES "numabind-slurm-${NUMABIND_SLURM_MAJOR}.${NUMABIND_SLURM_MINOR}")
 endif()
 set(NUMABIND_DEB_DEPENDS_OVERRIDE "" CACHE STRING
     "Depends: of the .deb instead of the computed one (besides shlibdeps); empty = computed")

@@ -1,10 +1,11 @@
 // PMIx adapter: this process's local rank and the node's local task count from the
 // launcher's PMIx server (srun --mpi=pmix, Open MPI's mpirun/prterun, ...).
 //
-// Connecting as a PMIx client spends the process's PMIx identity: a PMIx/MPI program
-// exec'd afterwards fails in MPI_Init ("getting local rank failed ... Not found"), with
-// or without PMIx_Finalize, in-process or from a forked child. So this is only used
-// when asked for (`--rank-source pmix`), for programs that are not PMIx clients.
+// With PMIx's shared-memory store (gds ds21 in 4.x) connecting as a PMIx client spends the
+// process's PMIx identity: a PMIx/MPI program exec'd afterwards fails in MPI_Init ("getting
+// local rank failed ... Not found"). With the hash store (PMIX_MCA_gds=hash) for this query
+// AND the program, both work (measured on PMIx 4.2 and 5.0: docs/MPI.md), so that is set
+// here unless the user chose a store. Only used when asked for (`--rank-source pmix`).
 //
 // Never hangs: without PMIX_NAMESPACE and a PMIX_SERVER_URI* variable it fails at once
 // (no connection attempt — PMIx v4 would otherwise start a singleton). The PMIx calls
@@ -41,6 +42,7 @@ struct Reply {
     int ok = 0;            // 1: rank (and maybe size) valid
     int rank = -1;
     int size = 0;          // 0: PMIX_LOCAL_SIZE not available
+    int size_from_peers = 0;  // 1: size is the length of PMIX_LOCAL_PEERS
     char message[200] = {};  // error, or the namespace/rank on success
 };
 
@@ -107,6 +109,23 @@ bool get_int(const pmix_proc_t* proc, const char* key, int timeout, long long& o
     return ok;
 }
 
+// The number of entries of PMIX_LOCAL_PEERS ("0,1,5"); 0 when unavailable.
+long long count_local_peers(const pmix_proc_t* job, int timeout) {
+    pmix_info_t info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    pmix_value_t* val = nullptr;
+    pmix_status_t rc = PMIx_Get(job, PMIX_LOCAL_PEERS, &info, 1, &val);
+    PMIX_INFO_DESTRUCT(&info);
+    long long n = 0;
+    if (rc == PMIX_SUCCESS && val && val->type == PMIX_STRING && val->data.string && *val->data.string) {
+        n = 1;
+        for (const char* c = val->data.string; *c; ++c) n += (*c == ',');
+    }
+    if (val) PMIX_VALUE_RELEASE(val);
+    return n > 1000000 ? 0 : n;
+}
+
 // Runs in the forked child: the whole PMIx conversation.
 Reply query_server(int timeout) {
     Reply r;
@@ -124,11 +143,16 @@ Reply query_server(int timeout) {
     if (!get_int(&me, PMIX_LOCAL_RANK, timeout, rank, err) || rank < 0 || rank > 1000000) {
         set_message(r, err.empty() ? "PMIX_LOCAL_RANK out of range: " + std::to_string(rank) : err);
     } else {
-        // PMIX_LOCAL_SIZE is job-level: ask with the wildcard rank of our namespace.
+        // PMIX_LOCAL_SIZE is job-level: ask with the wildcard rank of our namespace. Slurm
+        // 24.11's PMIx 5 server answers that with NOT-FOUND; it does give the list of the
+        // node's ranks (PMIX_LOCAL_PEERS, "0,1"), whose length is the same number.
         pmix_proc_t job;
         PMIX_PROC_CONSTRUCT(&job);
         PMIX_LOAD_PROCID(&job, me.nspace, PMIX_RANK_WILDCARD);
-        if (!get_int(&job, PMIX_LOCAL_SIZE, timeout, size, err) || size < 1 || size > 1000000) size = 0;
+        if (!get_int(&job, PMIX_LOCAL_SIZE, timeout, size, err) || size < 1 || size > 1000000) {
+            size = count_local_peers(&job, timeout);
+            if (size > 0) r.size_from_peers = 1;
+        }
         r.ok = 1;
         r.rank = static_cast<int>(rank);
         r.size = static_cast<int>(size);
@@ -167,6 +191,13 @@ std::optional<LocalRank> pmix_local_rank(std::string& error) {
     if (!server_in_environment(why)) {
         error = why;
         return std::nullopt;
+    }
+    // Before the fork: the child's PMIx_Init and the exec'd program must both use it.
+    std::string gds = "PMIX_MCA_gds=hash";
+    if (const char* user_gds = std::getenv("PMIX_MCA_gds")) {
+        gds = std::string("PMIX_MCA_gds=") + user_gds + " from the environment";
+    } else {
+        setenv("PMIX_MCA_gds", "hash", 1);
     }
     const int timeout = timeout_seconds();
     int fds[2];
@@ -235,10 +266,10 @@ std::optional<LocalRank> pmix_local_rank(std::string& error) {
     }
     LocalRank lr;
     lr.rank = r.rank;
-    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ")";
+    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ", " + gds + ")";
     if (r.size > 0) {
         lr.size = r.size;
-        lr.size_source = "PMIx PMIX_LOCAL_SIZE";
+        lr.size_source = r.size_from_peers ? "PMIx PMIX_LOCAL_PEERS" : "PMIx PMIX_LOCAL_SIZE";
     }
     return lr;
 }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "numabind/visible.hpp"
 
@@ -34,8 +35,15 @@ struct PmixRankSource {
 
 // --local-rank/--ntasks beat everything; rank_source: "auto" (launcher variables, the
 // innermost launcher first: torchrun, MPI launchers, then Slurm; never PMIx),
-// "env" (the same, stated), "pmix" (the PMIx server). Throws UsageError/Error.
+// "env" (the same, stated), "pmix" (the PMIx server; when a launcher variable is set too
+// the two are compared: a disagreement is appended to `warnings`, PMIx wins, and the
+// source says so). Throws UsageError/Error.
 LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::string& ntasks_opt,
-                             const std::string& rank_source, const EnvLookup& env, const PmixRankSource& pmix);
+                             const std::string& rank_source, const EnvLookup& env, const PmixRankSource& pmix,
+                             std::vector<std::string>* warnings = nullptr);
+
+// The PMIx answer checked against the launcher's variables (both sources present): a
+// warning for each of rank and size that differ, none when they agree. Pure.
+std::vector<std::string> pmix_launcher_disagreements(const LocalRank& pmix, const LocalRank& launcher);
 
 }  // namespace numabind

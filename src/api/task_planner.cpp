@@ -50,7 +50,9 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     note("topology: " + topo.source());
     auto accs = find_accelerators(topo.model(), make_matcher(o.device_match));
 
-    LocalRank lr = resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_lookup, pmix);
+    std::vector<std::string> rank_warnings;
+    LocalRank lr = resolve_local_rank(o.local_rank, o.ntasks, o.rank_source, getenv_lookup, pmix, &rank_warnings);
+    for (const std::string& w : rank_warnings) warn(w);
     note("local rank " + std::to_string(lr.rank) + " from " + lr.source + ", local tasks " +
          (lr.size ? std::to_string(lr.size) + " from " + lr.size_source : std::string("unknown")));
     if (lr.size == 0) {

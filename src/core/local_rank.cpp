@@ -98,10 +98,26 @@ std::optional<LocalRank> innermost_launcher_rank(const EnvLookup& env) {
     return found;
 }
 
+std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
+
 }  // namespace
 
+std::vector<std::string> pmix_launcher_disagreements(const LocalRank& pmix, const LocalRank& launcher) {
+    std::vector<std::string> out;
+    if (pmix.rank != launcher.rank)
+        out.push_back("the PMIx server says local rank " + std::to_string(pmix.rank) + " but " +
+                      first_word(launcher.source) + "=" + std::to_string(launcher.rank) +
+                      "; using PMIx's (--rank-source pmix)");
+    if (pmix.size > 0 && launcher.size > 0 && pmix.size != launcher.size)
+        out.push_back("the PMIx server says " + std::to_string(pmix.size) + " local tasks but " +
+                      launcher.size_source + " says " + std::to_string(launcher.size) +
+                      "; using PMIx's (--rank-source pmix)");
+    return out;
+}
+
 LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::string& ntasks_opt,
-                             const std::string& rank_source, const EnvLookup& env, const PmixRankSource& pmix) {
+                             const std::string& rank_source, const EnvLookup& env, const PmixRankSource& pmix,
+                             std::vector<std::string>* warnings) {
     if (rank_source != "auto" && rank_source != "env" && rank_source != "pmix")
         throw UsageError("invalid --rank-source '" + rank_source + "' (valid: auto, env, pmix)");
     LocalRank lr;
@@ -118,6 +134,20 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
             found = pmix.local_rank ? pmix.local_rank(error) : std::nullopt;
             if (!found && error.empty()) error = "no PMIx rank source in this program";
             if (!found) throw Error("--rank-source pmix: " + error);
+            // Two sources for one fact: they must agree, or the user hears of it.
+            if (std::optional<LocalRank> launcher = innermost_launcher_rank(env)) {
+                std::vector<std::string> differ = pmix_launcher_disagreements(*found, *launcher);
+                if (differ.empty()) {
+                    found->source += ", agrees with " + first_word(launcher->source);
+                } else if (warnings) {
+                    warnings->insert(warnings->end(), differ.begin(), differ.end());
+                }
+                // A server that does not say how many tasks share the node: the launcher does.
+                if (found->size == 0 && launcher->size > 0) {
+                    found->size = launcher->size;
+                    found->size_source = launcher->size_source + " (the PMIx server gave none)";
+                }
+            }
         } else {
             // auto/env never touch PMIx: connecting would spend the PMIx identity of
             // the program exec'd next (its MPI_Init would fail).
@@ -138,8 +168,7 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
             "cannot determine the local rank: no launcher variable is set (SLURM_LOCALID, "
             "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK, PALS_LOCAL_RANKID, "
             "LOCAL_RANK); pass --local-rank N --ntasks M" +
-            std::string(pmix.available ? ", or --rank-source pmix for a program that is not an MPI/PMIx client"
-                                         : ""));
+            std::string(pmix.available ? ", or --rank-source pmix under a PMIx launcher" : ""));
     }
     if (!ntasks_opt.empty()) {
         lr.size = parse_nonnegative(ntasks_opt, "--ntasks");

@@ -11,8 +11,11 @@
 #   mpirun-exclusive      mpirun -np 2 --bind-to none; binder narrows to core = local rank
 #   mpirun-node           mpirun -np 2 (mpirun binds rank r to CPU r); binder widens to the node
 #   mpirun-pmix-source    --rank-source pmix on a non-MPI program under mpirun
-#   mpirun-pmix-spends    documents the hazard: --rank-source pmix before an MPI program
-#                         makes its MPI_Init fail (why auto never uses PMIx)
+#   mpirun-pmix-mpi       --rank-source pmix before an MPI program (gds=hash): MPI_Init works
+#   mpirun-pmix-spends    the binder's query with the server's own store list chosen by the
+#                         user: PMIx 4 (ds21) MPI_Init fails (why numabind sets hash); PMIx 5 works
+#   mpirun-pmix-disagree  a launcher variable contradicting PMIx: warning, PMIx wins
+#   prterun               Open MPI 5's prterun: its variables, numabind run, --rank-source pmix
 #   srun                  private 2-node Slurm cluster: srun --mpi=pmix -n2, -N2 -n4, pmix source
 #   salloc-mpirun         private 2-node Slurm cluster: mpirun -np 4 inside salloc -N2 -n4
 # Expected CPU sets are derived from the hwloc XML with hwloc-calc, not from numabind:
@@ -29,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 GEN_TOPOLOGY=${GEN_TOPOLOGY:-$here/../tools/gen_topology.py}
 CLUSTER_SH=${CLUSTER_SH:-$here/../slurm/cluster.sh}
 # mpirun refuses root without these; harmless otherwise.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Quiet Open MPI's and PMIx's complaints about this VM's missing high-speed networks.
 export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_mpi_warn_on_fork=0
 
@@ -58,7 +61,7 @@ make_topology() {
   [ -f "$GEN_TOPOLOGY" ] || skip "gen_topology.py not found at $GEN_TOPOLOGY"
   python3 "$GEN_TOPOLOGY" -o "$xml" --gpu package:0 --gpu package:0 >/dev/null ||
     { echo "FAIL gen_topology.py"; exit 1; }
-  [ "$(hwloc-calc --input "$xml" --number-of numa all)" = 1 ] ||
+  [ "$(hwloc-calc --input "$xml" --number-of numa pu:all)" = 1 ] ||
     skip "the CPU expectations of this test assume one NUMA node"
   ncores=$(hwloc-calc --input "$xml" --number-of core all)
   [ "$ncores" -ge 2 ] || skip "needs at least 2 cores"
@@ -141,7 +144,7 @@ check_shell() {
 
 # A non-MPI program: the device numabind gave it (exclusive with --devices 0,1: device =
 # local rank), the launcher's own local-rank variables as the truth, and its CPUs.
-SHELL_PROG='echo "SHELL_PROBE nb_device=${NUMABIND_DEVICE:-} slurm=${SLURM_LOCALID:-} ompi=${OMPI_COMM_WORLD_LOCAL_RANK:-} cpus=$(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status) "'
+SHELL_PROG='echo "SHELL_PROBE nb_device=${NUMABIND_DEVICE:-} slurm=${SLURM_LOCALID:-} ompi=${OMPI_COMM_WORLD_LOCAL_RANK:-} pmix_rank=${PMIX_RANK:-} cpus=$(sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status) "'
 
 run_case() {  # NAME CMD... : runs with a timeout, output to $work/NAME.{out,err}
   local name=$1; shift
@@ -249,14 +252,74 @@ mpirun-pmix-source)
   check_shell "mpirun -np 2, --rank-source pmix, non-MPI program" "$work/pmix.out" "$work/pmix.err" 2 2 ompi exclusive
   ;;
 
-mpirun-pmix-spends)
+mpirun-pmix-mpi)
+  # --rank-source pmix in front of an MPI program: numabind sets PMIX_MCA_gds=hash for its
+  # query and the program, and MPI_Init works; the PMIx answer agrees with mpirun's variables.
   mpi_common
-  run_case spent "$MPIRUN" -np 2 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
-  if [ "$(grep -c '^MPI_PROBE ' "$work/spent.out")" = 0 ] && [ "$(cat "$work/spent.rc")" != 0 ]; then
-    pass "known hazard reproduced: after --rank-source pmix the MPI program's MPI_Init fails (rc $(cat "$work/spent.rc"))"
+  for i in 1 2 3; do
+    run_case "mpi$i" "$MPIRUN" -np 2 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
+    [ "$(cat "$work/mpi$i.rc")" = 0 ] || fail "run $i: mpirun exit status $(cat "$work/mpi$i.rc")"
+    check_probe "run $i: mpirun -np 2, --rank-source pmix, MPI program" "$work/mpi$i.out" "$work/mpi$i.err" 2 2 exclusive \
+      "PMIx PMIX_LOCAL_RANK \(.*PMIX_MCA_gds=hash\), agrees with OMPI_COMM_WORLD_LOCAL_RANK, local tasks 2 from PMIx PMIX_LOCAL_SIZE"
+  done
+  grep -h 'PMIX_MCA_gds' "$work"/mpi*.err | head -n 2
+  ;;
+
+mpirun-pmix-spends)
+  # What numabind's PMIX_MCA_gds=hash avoids: the binder's query with the server's own store
+  # list (PMIX_GDS_MODULE as the launcher exports it: PMIx 4 "ds21,ds12,hash", PMIx 5
+  # "shmem2,hash"), set by the user, so numabind keeps it. Measured (docs/MPI.md):
+  #   PMIx 4.x: the query uses up the ds21 slots, the program's MPI_Init fails;
+  #   PMIx 5.x: MPI_Init works (no spent identity; hash is then merely harmless).
+  mpi_common
+  pmix_version=$(pkg-config --modversion pmix 2>/dev/null || echo "?")
+  gds=$("$MPIRUN" -np 1 printenv PMIX_GDS_MODULE 2>/dev/null | head -n1)
+  [ -n "$gds" ] || { fail "the launcher exports no PMIX_GDS_MODULE"; gds=hash; }
+  run_case spent env PMIX_MCA_gds="$gds" "$MPIRUN" -np 2 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
+  probes=$(grep -c '^MPI_PROBE ' "$work/spent.out"); rc=$(cat "$work/spent.rc")
+  grep -q "PMIX_MCA_gds=$gds from the environment" "$work/spent.err" && pass "numabind kept the user's PMIX_MCA_gds=$gds" ||
+    fail "verbose does not name PMIX_MCA_gds=$gds from the environment"
+  case $pmix_version in
+    4.*) if [ "$probes" = 0 ] && [ "$rc" != 0 ]; then
+           pass "PMIx $pmix_version, stores $gds: the binder's query makes MPI_Init fail (rc $rc): the reason for the hash default"
+         else
+           fail "PMIx $pmix_version, stores $gds: MPI_Init succeeded after a PMIx query ($probes probe lines): the hazard in docs/MPI.md is gone; revisit the note there"
+         fi ;;
+    *) [ "$rc" = 0 ] && [ "$probes" = 2 ] &&
+         pass "PMIx $pmix_version, stores $gds: MPI_Init works after the binder's query (no spent identity on PMIx 5)" ||
+         { fail "PMIx $pmix_version, stores $gds: rc $rc, $probes of 2 ranks passed MPI_Init after the binder's query"; sed 's/^/    /' "$work/spent.err" | head; } ;;
+  esac
+  ;;
+
+mpirun-pmix-disagree)
+  # A launcher variable that contradicts the PMIx server: a warning naming both, PMIx wins.
+  mpi_common
+  run_case dis "$MPIRUN" -np 2 --bind-to none sh -c \
+    'OMPI_COMM_WORLD_LOCAL_RANK=$((1 - OMPI_COMM_WORLD_LOCAL_RANK)) exec "$@"' sh \
+    $(nb_run --mode exclusive --rank-source pmix) -- sh -c "$SHELL_PROG"
+  check_shell "mpirun -np 2, --rank-source pmix, swapped OMPI_COMM_WORLD_LOCAL_RANK" "$work/dis.out" "$work/dis.err" 2 2 pmix_rank exclusive
+  n=$(grep -cE 'numabind: warning: the PMIx server says local rank [01] but OMPI_COMM_WORLD_LOCAL_RANK=[01]; using PMIx' "$work/dis.err")
+  [ "$n" = 2 ] && pass "both ranks warned about the disagreement" ||
+    { fail "$n of 2 ranks warned about PMIx vs OMPI_COMM_WORLD_LOCAL_RANK"; sed 's/^/    /' "$work/dis.err" | head; }
+  ;;
+
+prterun)
+  # Open MPI 5's runtime (PRRTE) started directly: which local-rank variables the ranks get.
+  mpi_common
+  command -v prterun >/dev/null || skip "prterun not installed (Open MPI < 5 has no PRRTE)"
+  run_case prte_env prterun -np 2 --bind-to none sh -c 'echo "ENV $(env | grep -E "^(OMPI_COMM_WORLD_LOCAL_(RANK|SIZE)|PMIX_RANK|PMIX_LOCAL_RANK|PRTE_LOCAL_RANK)=" | sort | tr "\n" " ")"'
+  sed 's/^/    /' "$work/prte_env.out"
+  if grep -q 'OMPI_COMM_WORLD_LOCAL_RANK=' "$work/prte_env.out"; then
+    run_case prte prterun -np 2 --bind-to none $(nb_run --mode exclusive) -- "$MPI_PROBE"
+    check_probe "prterun -np 2, exclusive" "$work/prte.out" "$work/prte.err" 2 2 exclusive "OMPI_COMM_WORLD_LOCAL_RANK"
   else
-    fail "MPI_Init succeeded after a PMIx query: the hazard documented in docs/MPI.md is gone with this PMIx/Open MPI; revisit the design"
+    run_case prte prterun -np 2 --bind-to none $(nb_run --mode exclusive) -- "$MPI_PROBE"
+    grep -q "cannot determine the local rank" "$work/prte.err" && pass "prterun exports no launcher variable: auto says so" ||
+      fail "prterun without launcher variables: $(head -3 "$work/prte.err")"
   fi
+  run_case prte_pmix prterun -np 2 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
+  check_probe "prterun -np 2, --rank-source pmix, MPI program" "$work/prte_pmix.out" "$work/prte_pmix.err" 2 2 exclusive \
+    "PMIx PMIX_LOCAL_RANK"
   ;;
 
 srun | salloc-mpirun)
@@ -285,6 +348,9 @@ srun | salloc-mpirun)
       "SLURM_LOCALID, local tasks 2 from SLURM_STEP_TASKS_PER_NODE"
     run_case s4 srun --mpi=pmix -N2 -n4 --cpu-bind=none $(nb_run --mode exclusive --rank-source pmix) -- sh -c "$SHELL_PROG"
     check_shell "srun --mpi=pmix -N2 -n4, --rank-source pmix, non-MPI program" "$work/s4.out" "$work/s4.err" 4 2 slurm exclusive
+    run_case s5 srun --mpi=pmix -N2 -n4 --cpu-bind=none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
+    check_probe "srun --mpi=pmix -N2 -n4, --rank-source pmix, MPI program" "$work/s5.out" "$work/s5.err" 4 2 exclusive \
+      "PMIx PMIX_LOCAL_RANK \(.*PMIX_MCA_gds=hash\), agrees with SLURM_LOCALID, local tasks 2 from PMIx PMIX_LOCAL_SIZE"
   else
     # mpirun inside the allocation: one orted per node through srun; the ranks inherit the
     # orted step's SLURM_LOCALID=0 — numabind must take Open MPI's variables instead.
@@ -295,6 +361,9 @@ srun | salloc-mpirun)
     check_probe "salloc -N2 -n4 mpirun -np 4, node" "$work/m2.out" "$work/m2.err" 4 2 node "OMPI_COMM_WORLD_LOCAL_RANK"
     run_case m3 salloc -N2 -n4 "$MPIRUN" -np 4 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- sh -c "$SHELL_PROG"
     check_shell "salloc -N2 -n4 mpirun -np 4, --rank-source pmix, non-MPI program" "$work/m3.out" "$work/m3.err" 4 2 ompi exclusive
+    run_case m4 salloc -N2 -n4 "$MPIRUN" -np 4 --bind-to none $(nb_run --mode exclusive --rank-source pmix) -- "$MPI_PROBE"
+    check_probe "salloc -N2 -n4 mpirun -np 4, --rank-source pmix, MPI program" "$work/m4.out" "$work/m4.err" 4 2 exclusive \
+      "PMIx PMIX_LOCAL_RANK \(.*PMIX_MCA_gds=hash\), agrees with OMPI_COMM_WORLD_LOCAL_RANK"
   fi
   ;;
 

@@ -152,3 +152,68 @@ TEST(RankSource, PmixWithoutServerFailsAtOnce) {
     auto lr = resolve({}, "0", "1", "pmix");
     EXPECT_EQ(lr.source, "--local-rank");
 }
+
+// --rank-source pmix with a launcher variable present: both sources must agree; the verbose
+// source says they did, a disagreement is a warning (PMIx, asked for, wins). The PMIx answer
+// is injected here; tests/mpi/mpi_binding_test.sh compares against real servers.
+namespace {
+nb::PmixQuery pmix_says(int rank, int size) {
+    return [rank, size](std::string&) -> std::optional<nb::LocalRank> {
+        nb::LocalRank lr;
+        lr.rank = rank;
+        lr.size = size;
+        lr.source = "PMIx PMIX_LOCAL_RANK (ns rank 7)";
+        lr.size_source = "PMIx PMIX_LOCAL_SIZE";
+        return lr;
+    };
+}
+}  // namespace
+
+TEST(RankSource, PmixAgreesWithTheLauncher) {
+    std::vector<std::string> warnings;
+    auto lr = nb::resolve_local_rank("", "", "pmix", env_of(kMpirunInSalloc), &warnings, pmix_says(1, 2));
+    EXPECT_EQ(lr.rank, 1);
+    EXPECT_EQ(lr.size, 2);
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_EQ(lr.source.rfind("PMIx PMIX_LOCAL_RANK", 0), 0u) << lr.source;
+    EXPECT_NE(lr.source.find("agrees with OMPI_COMM_WORLD_LOCAL_RANK"), std::string::npos) << lr.source;
+}
+
+TEST(RankSource, PmixDisagreeingWithTheLauncherIsAWarning) {
+    std::vector<std::string> warnings;
+    auto lr = nb::resolve_local_rank("", "", "pmix", env_of({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "2"}}),
+                                     &warnings, pmix_says(1, 4));
+    EXPECT_EQ(lr.rank, 1);  // PMIx was asked for
+    EXPECT_EQ(lr.size, 4);
+    ASSERT_EQ(warnings.size(), 2u);
+    EXPECT_NE(warnings[0].find("local rank 1 but SLURM_LOCALID=0"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[1].find("4 local tasks but SLURM_STEP_TASKS_PER_NODE says 2"), std::string::npos) << warnings[1];
+    EXPECT_EQ(lr.source.find("agrees"), std::string::npos) << lr.source;
+}
+
+TEST(RankSource, PmixWithoutLauncherVariableNeedsNoComparison) {
+    std::vector<std::string> warnings;
+    auto lr = nb::resolve_local_rank("", "", "pmix", env_of({}), &warnings, pmix_says(3, 4));
+    EXPECT_EQ(lr.rank, 3);
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_EQ(lr.source, "PMIx PMIX_LOCAL_RANK (ns rank 7)");
+}
+
+TEST(RankSource, PmixUnknownSizeComparesTheRankOnly) {
+    auto no_size = pmix_says(0, 0);
+    std::vector<std::string> warnings;
+    auto lr = nb::resolve_local_rank("", "", "pmix", env_of({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}),
+                                     &warnings, no_size);
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_EQ(lr.size, 2);
+    EXPECT_EQ(lr.size_source, "OMPI_COMM_WORLD_LOCAL_SIZE (the PMIx server gave none)");
+}
+
+TEST(RankSource, PmixWithoutSizeTakesTheLaunchersSize) {
+    std::vector<std::string> warnings;
+    auto lr = nb::resolve_local_rank("", "", "pmix", env_of({{"SLURM_LOCALID", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}}),
+                                     &warnings, pmix_says(1, 0));
+    EXPECT_TRUE(warnings.empty());
+    EXPECT_EQ(lr.size, 2);
+    EXPECT_EQ(lr.size_source, "SLURM_STEP_TASKS_PER_NODE (the PMIx server gave none)");
+}

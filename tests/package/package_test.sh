@@ -20,9 +20,13 @@
 #              `numabind plan` prints for the generated DGX-A100-like node
 #              (tests/tools/gen_topology.py --preset dgx-a100)
 #   deb        cpack -G DEB; the .deb lists the CLI, plugin, man pages, conf (as a conffile)
-#              and depends on libhwloc15, libnuma1 and Slurm's plugins
+#              and depends on libhwloc15, libnuma1 and Slurm's plugins of the release it
+#              was built for (major.minor from slurm_version.h), copyright = Apache-2.0
+#   rpm        rpmbuild -bb packaging/rpm/numabind.spec from a source tarball of SOURCE_DIR
+#              (for real: it compiles; --nodeps since Debian's rpm database is empty); the
+#              RPMs' License, Requires/Provides on the Slurm release, and file lists
 # Exit 0 pass, 1 fail, 77 skipped.
-set -euo pipefail
+set -Eeuo pipefail
 
 STEP=${1:?step}
 BUILD=$(cd "${2:?build dir}" && pwd)
@@ -45,6 +49,12 @@ finish() {
   echo "package_test.sh $STEP: all passed"; exit 0
 }
 skip() { echo "SKIP: $*"; exit 77; }
+# A command that stops the script (set -e) says which one and why, instead of a silent exit.
+trap 'rc=$?; [ "$BASH_SUBSHELL" = 0 ] && echo "FAIL: $STEP: line $LINENO: \`$BASH_COMMAND\` exited $rc" >&2' ERR
+need_tool() {  # TOOL PACKAGE: a missing tool is a failure naming the package to install
+  command -v "$1" >/dev/null && return 0
+  fail "$1 not found (Debian package $2; .ci/install-deps.sh installs it)"; return 1
+}
 
 has_plugin() { [ -f "$BUILD/spank/spank_numabind.so" ]; }
 libdir_of_stage() {  # the lib directory that holds libnumabind.a
@@ -165,16 +175,19 @@ step_consumer() {
 
 step_man() {
   need_stage
-  local page out
+  need_tool groff groff-base && need_tool man man-db || finish
+  local page out rc
   for page in "$STAGE/share/man/man1/numabind.1" "$STAGE/share/man/man8/spank_numabind.8"; do
-    out=$(groff -man -ww -z "$page" 2>&1)
-    check "groff -man -ww -z $(basename "$page") is silent" test -z "$out"
+    out=$(groff -man -ww -z "$page" 2>&1) && rc=0 || rc=$?
+    check "groff -man -ww -z $(basename "$page") is silent (exit $rc)" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
-    out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
-    check "man --warnings -l $(basename "$page") is silent" test -z "$out"
+    out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) && rc=0 || rc=$?
+    check "man --warnings -l $(basename "$page") is silent (exit $rc)" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
-    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null | awk 'length > 80')
-    check "$(basename "$page") fits 80 columns" test -z "$out"
+    # Characters, not bytes: groff 1.23 (Debian 13) hyphenates with U+2010, 3 bytes in UTF-8.
+    out=$(MANWIDTH=80 man -l "$page" 2>/dev/null |
+          python3 -c 'import sys; [print(l) for l in sys.stdin.buffer.read().decode("utf-8", "replace").splitlines() if len(l) > 80]') && rc=0 || rc=$?
+    check "$(basename "$page") fits 80 columns" test -z "$out" -a "$rc" = 0
     [ -z "$out" ] || echo "$out"
   done
   local o plain1 plain8
@@ -227,8 +240,24 @@ step_examples() {
       test "$(grep -c " mode=exclusive .* numabind_cpus=$want cpus_allowed=$want .* match=yes" "$work/excl.out")" = 3
   fi
   # Without numabind: still runs, reports no binding.
-  python3 "$py" --workers 1 >"$work/plain.out" 2>&1 || true
-  check "placement without numabind (auto when torch is missing)" grep -q '^placement role=main .* mode=- ' "$work/plain.out"
+  python3 "$py" --placement-only --workers 1 >"$work/plain.out" 2>&1 || true
+  check "placement without numabind" grep -q '^placement role=main .* mode=- ' "$work/plain.out"
+  # Real training (CPU, gloo) when PyTorch is installed (.ci/install-deps.sh installs python3-torch):
+  # the model trains, and the main process and its DataLoader workers stay on the plan's CPUs.
+  if python3 -c 'import torch' 2>/dev/null; then
+    local tv; tv=$(python3 -c 'import torch; print(torch.__version__)')
+    local cpus; cpus=$("$STAGE/bin/numabind" plan --topology "$work/this.xml" --mode node --ntasks 1 | awk '$1 == 0 { print $NF }')
+    timeout 300 "$STAGE/bin/numabind" run --topology "$work/this.xml" --mode node --local-rank 0 --ntasks 1 -- \
+      python3 "$py" --steps 3 --batch-size 4 --image-size 64 --resize 32 --workers 2 --classes 10 \
+      >"$work/train.out" 2>"$work/train.err" && rc=0 || rc=$?
+    cat "$work/train.out"; [ "$rc" = 0 ] || tail -n 20 "$work/train.err"
+    check "training with PyTorch $tv under numabind run exits 0" test "$rc" = 0
+    check "training reported its rate and loss" grep -qE '^rank 0 epoch 0: [0-9.]+ images/s, loss [0-9.]+' "$work/train.out"
+    check "training: main + 2 DataLoader workers on the plan's CPUs ($cpus)" \
+      test "$(grep -c " mode=node .* cpus_allowed=$cpus .* match=yes" "$work/train.out")" = 3
+  else
+    echo "NOTE: PyTorch not importable by python3: the training run is not tested here"
+  fi
   finish
 }
 
@@ -259,9 +288,12 @@ step_slurm() {
   cat "$work/srun.out" "$work/srun.err"
   check "srun -n1 --numa-binding=node binds the task" grep -q '^mode=node cpus=[0-9]' "$work/srun.out"
   check "verbose line on srun's stderr" grep -q 'numabind' "$work/srun.err"
-  ( cd "$work" && timeout 60 srun -n1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
-      >"$work/placement.out" 2>"$work/placement.err" || true
+  local prc
+  ( cd "$work" && timeout 120 srun -n1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
+      >"$work/placement.out" 2>"$work/placement.err" && prc=0 || prc=$?
   cat "$work/placement.out"
+  [ "$(grep -c ' mode=node .* match=yes' "$work/placement.out" || true)" = 3 ] ||
+    { echo "srun exit $prc; its stderr:"; cat "$work/placement.err"; }
   check "training example placement under srun --numa-binding (main + workers match)" \
     test "$(grep -c ' mode=node .* match=yes' "$work/placement.out")" = 3
   ( cd "$work" && timeout 60 srun -n1 --numa-binding=bogus true ) >"$work/bad.out" 2>&1 && bad_rc=0 || bad_rc=$?
@@ -357,12 +389,78 @@ step_deb() {
     check "numabind.conf is a conffile" grep -qxF /etc/slurm/plugstack.conf.d/numabind.conf "$out/DEBIAN/conffiles"
     dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./etc/slurm/plugstack.conf.d/numabind.conf >"$out/numabind.conf"
     check "packaged numabind.conf names the packaged plugin" grep -qE "^required $pdir/spank_numabind\.so" "$out/numabind.conf"
-    check ".deb Depends on Slurm's plugins of the same release" grep -q '^Depends:.*slurm-wlm-basic-plugins (>= ' "$out/control.txt"
+    local mm next; mm=$(slurm_release) next=$(slurm_next_release)
+    check ".deb Depends on Slurm's plugins of release $mm (>= $mm~, << $next~)" \
+      grep -qE "^Depends:.*slurm-wlm-basic-plugins \(>= $mm~\), slurm-wlm-basic-plugins \(<< $next~\)" "$out/control.txt"
+    check ".deb Provides numabind-slurm-$mm" grep -qE "^Provides: .*numabind-slurm-$mm\b" "$out/control.txt"
   fi
+  check ".deb has /usr/share/doc/numabind/copyright" c /usr/share/doc/numabind/copyright
+  dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/numabind/copyright >"$out/copyright"
+  check "copyright: License: Apache-2.0, matching LICENSE" bash -c \
+    'grep -qx "License: Apache-2.0" "$0" && grep -q "Apache License" "$1" && grep -q "Version 2.0, January 2004" "$1"' \
+    "$out/copyright" "$SRC/LICENSE"
+  finish
+}
+
+# The Slurm release the plugin was compiled against, from the slurm_version.h in use (not from
+# numabind): "22.05"; slurm_next_release: "22.06".
+slurm_version_number() {
+  local h; h=$(sed -n 's/^SLURM_SPANK_INCLUDE_DIR:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+  for h in "$h/slurm/slurm_version.h" /usr/include/slurm/slurm_version.h; do
+    [ -r "$h" ] && { sed -n 's/^#define[[:space:]]*SLURM_VERSION_NUMBER[[:space:]]*0x\([0-9a-fA-F]*\).*/\1/p' "$h"; return; }
+  done
+}
+slurm_release() { local v; v=$(slurm_version_number); printf '%d.%02d' $((0x$v >> 16)) $(((0x$v >> 8) & 255)); }
+slurm_next_release() { local v; v=$(slurm_version_number); printf '%d.%02d' $((0x$v >> 16)) $((((0x$v >> 8) & 255) + 1)); }
+
+step_rpm() {
+  command -v rpmbuild >/dev/null || { fail "rpmbuild not found (Debian package rpm; .ci/install-deps.sh installs it)"; finish; }
+  local top=$STAGE/../rpm; rm -rf "$top"; mkdir -p "$top"/{SOURCES,SPECS,BUILD,RPMS,SRPMS,BUILDROOT}
+  top=$(cd "$top" && pwd)
+  local ver; ver=$(sed -n 's/^Version:[[:space:]]*//p' "$SRC/packaging/rpm/numabind.spec")
+  # The source tarball: the tree without build output (a fresh clone has none; a developer's does).
+  tar -C "$(dirname "$SRC")" --transform "s|^$(basename "$SRC")|numabind-$ver|" \
+    --exclude-vcs --exclude="$(basename "$SRC")/build*" --exclude="$(basename "$SRC")/.ci-*" \
+    -czf "$top/SOURCES/numabind-$ver.tar.gz" "$(basename "$SRC")"
+  local rc
+  rpmbuild -bb --nodeps --define "_topdir $top" --define "debug_package %{nil}" \
+    --define "_smp_mflags -j$(nproc)" "$SRC/packaging/rpm/numabind.spec" >"$top/rpmbuild.log" 2>&1 && rc=0 || rc=$?
+  [ "$rc" = 0 ] || tail -n 40 "$top/rpmbuild.log"
+  check "rpmbuild -bb packaging/rpm/numabind.spec (exit $rc)" test "$rc" = 0
+  [ "$rc" = 0 ] || finish
+  local main devel
+  main=$(ls "$top"/RPMS/*/numabind-"$ver"-*.rpm 2>/dev/null | grep -v devel | head -n1)
+  devel=$(ls "$top"/RPMS/*/numabind-devel-"$ver"-*.rpm 2>/dev/null | head -n1)
+  check "numabind and numabind-devel RPMs built" test -n "$main" -a -n "$devel"
+  [ -n "$main" ] && [ -n "$devel" ] || finish
+  rpm -qlp "$main" >"$top/main.files" 2>/dev/null; rpm -qlp "$devel" >"$top/devel.files" 2>/dev/null
+  rpm -qp --requires "$main" >"$top/main.requires" 2>/dev/null; rpm -qp --provides "$main" >"$top/main.provides" 2>/dev/null
+  echo "--- $main"; cat "$top/main.files"; echo "--- requires"; cat "$top/main.requires"; echo "--- $devel"; cat "$top/devel.files"
+  r() { grep -qxF "$1" "$top/main.files"; }
+  d() { grep -qxF "$1" "$top/devel.files"; }
+  check "RPM License: Apache-2.0" test "$(rpm -qp --qf '%{LICENSE}' "$main" 2>/dev/null)" = Apache-2.0
+  check "RPM ships LICENSE as %license" grep -qE "^/usr/share/licenses/numabind(-$ver)?/LICENSE$" "$top/main.files"
+  check "RPM has /usr/bin/numabind" r /usr/bin/numabind
+  check "RPM has the man pages" bash -c 'grep -q "^/usr/share/man/man1/numabind\.1" "$0" && grep -q "^/usr/share/man/man8/spank_numabind\.8" "$0"' "$top/main.files"
+  check "RPM has the docs" r /usr/share/doc/numabind/OPTIONS.md
+  if has_plugin; then
+    local mm next; mm=$(slurm_release) next=$(slurm_next_release)
+    check "RPM has the plugin in /usr/lib64/slurm" r /usr/lib64/slurm/spank_numabind.so
+    check "RPM has /etc/slurm/plugstack.conf.d/numabind.conf as %config(noreplace)" \
+      test "$(rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$main" 2>/dev/null | awk '$1 == "/etc/slurm/plugstack.conf.d/numabind.conf" { print $2 }')" = cn
+    check "RPM Requires slurm >= $mm and slurm < $next" bash -c \
+      'grep -qx "slurm >= $1" "$0" && grep -qx "slurm < $2" "$0"' "$top/main.requires" "$mm" "$next"
+    check "RPM Provides numabind-slurm-$mm" grep -q "^numabind-slurm-$mm" "$top/main.provides"
+    rpm2cpio "$main" | (mkdir -p "$top/x" && cd "$top/x" && cpio -idm --quiet ./etc/slurm/plugstack.conf.d/numabind.conf) 2>/dev/null || true
+    check "packaged numabind.conf names /usr/lib64/slurm/spank_numabind.so" \
+      grep -qE '^required /usr/lib64/slurm/spank_numabind\.so' "$top/x/etc/slurm/plugstack.conf.d/numabind.conf"
+  fi
+  check "RPM-devel has the headers, libnumabind.a, CMake and pkg-config files" bash -c \
+    'grep -qx /usr/include/numabind/plan.hpp "$0" && grep -qx /usr/lib64/libnumabind.a "$0" && grep -qx /usr/lib64/cmake/numabind/numabindConfig.cmake "$0" && grep -qx /usr/lib64/pkgconfig/numabind.pc "$0"' "$top/devel.files"
   finish
 }
 
 case $STEP in
-  install|consumer|man|examples|slurm|tables|deb) "step_$STEP" ;;
+  install|consumer|man|examples|slurm|tables|deb|rpm) "step_$STEP" ;;
   *) echo "unknown step $STEP" >&2; exit 2 ;;
 esac

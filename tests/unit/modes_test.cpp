@@ -1,6 +1,8 @@
 // Every binding mode on recorded GPU servers (the corpus, read in place; each test skips
 // without it). Expected CPU sets come from hwloc-calc (an independent tool) and the corpus
 // INDEX, never from numabind. generated_test.cpp covers every mode without the corpus.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "numabind/error.hpp"
