@@ -76,43 +76,10 @@ for r in \$(seq 1 $ROUNDS); do
 done
 # Interleaved, paired: each iteration runs all four rows back to back (order rotated), so
 # slow drift from other load cancels in the per-iteration differences.
-python3 - "$D" "$OUT/step_paired.json" $PAIRED <<'PY'
-import json, subprocess, sys, time
-d, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-srun = ["srun", "-n2", "--gpus-per-node=2"]
-rows = [("no plugin", "off", []), ("plugin loaded, not asked", "xml", []),
-        ("exclusive, topology=XML", "xml", ["--numa-binding=exclusive"]),
-        ("exclusive, live discovery", "live", ["--numa-binding=exclusive"])]
-times = {r[0]: [] for r in rows}
-for i in range(n):
-    for k in range(len(rows)):
-        name, conf, opt = rows[(i + k) % len(rows)]
-        subprocess.run(["cp", f"{d}/plugstack.{conf}", f"{d}/plugstack.conf"], check=True)
-        t0 = time.perf_counter()
-        subprocess.run(srun + opt + ["true"], check=True)
-        times[name].append(time.perf_counter() - t0)
-json.dump(times, open(out, "w"))
-PY
+python3 "$HERE/paired_steps.py" "$D" "$OUT/step_paired.json" $PAIRED basic
 EOF
 cat >>"$D/inner.sh" <<EOF
-python3 - "$D" "$OUT/step_many.json" ${MANY_PAIRED:-40} ${MANY_TASKS:-8 64} <<'PY'
-import json, subprocess, sys, time
-d, out, n, counts = sys.argv[1], sys.argv[2], int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
-res = {}
-for c in counts:
-    srun = ["srun", "-n%d" % c, "-O", "--gpus-per-node=2"]
-    rows = [("no plugin", "off", []), ("node, XML + device files", "xml", ["--numa-binding=node"])]
-    times = {r[0]: [] for r in rows}
-    for i in range(n):
-        for k in range(len(rows)):
-            name, conf, opt = rows[(i + k) % len(rows)]
-            subprocess.run(["cp", f"{d}/plugstack.{conf}", f"{d}/plugstack.conf"], check=True)
-            t0 = time.perf_counter()
-            subprocess.run(srun + opt + ["true"], check=True)
-            times[name].append(time.perf_counter() - t0)
-    res[str(c)] = times
-json.dump(res, open(out, "w"))
-PY
+python3 "$HERE/paired_steps.py" "$D" "$OUT/step_many.json" ${MANY_PAIRED:-40} many ${MANY_TASKS:-8 64}
 EOF
 salloc -n2 --gpus-per-node=2 bash "$D/inner.sh"
 

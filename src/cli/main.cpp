@@ -79,17 +79,9 @@ private:
     std::string line_;
 };
 
-struct Options {
-    std::string mode = "node";
-    std::string mem = "prefer";
-    std::string local_rank;
-    std::string ntasks;
-    std::string devices;
-    std::string device_match;
-    std::string topology;
+// What the engine needs (TaskRequest, shared with the C API) plus the CLI's own flags.
+struct Options : nb::TaskRequest {
     std::string fallback = "fail";
-    std::string allowed_cpus;
-    std::string rank_source = "auto";
     bool verbose = false;
     bool json = false;
     bool export_cache = false;
@@ -119,16 +111,7 @@ std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_t
 
 // Everything `run` decides before touching the process (shared with the C API); throws.
 nb::TaskPlan plan_this_task(const Options& o, nb::NodePlan& plan_out) {
-    nb::TaskRequest req;
-    req.mode = o.mode;
-    req.mem = o.mem;
-    req.local_rank = o.local_rank;
-    req.ntasks = o.ntasks;
-    req.devices = o.devices;
-    req.device_match = o.device_match;
-    req.topology = o.topology;
-    req.allowed_cpus = o.allowed_cpus;
-    req.rank_source = o.rank_source;
+    const nb::TaskRequest& req = o;
     return nb::plan_this_task(req, plan_out, nb::PmixRankSource{nb::pmix_local_rank, nb::pmix_available()},
                               [&](const std::string& m) { note(o, m); },
                               [](const std::string& w) { std::cerr << "numabind: warning: " << w << "\n"; });
