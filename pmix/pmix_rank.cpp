@@ -193,10 +193,16 @@ std::optional<LocalRank> pmix_local_rank(std::string& error) {
         return std::nullopt;
     }
     // Before the fork: the child's PMIx_Init and the exec'd program must both use it.
-    std::string gds = "PMIX_MCA_gds=hash";
+    std::string gds;
     if (const char* user_gds = std::getenv("PMIX_MCA_gds")) {
         gds = std::string("PMIX_MCA_gds=") + user_gds + " from the environment";
+    } else if (PMIX_VERSION_MAJOR >= 5) {
+        // PMIx 5's shared-memory store (shmem2) is not spent by a client that comes and goes,
+        // and under Slurm 24.11's server the hash store left an MPI program seeing itself alone
+        // on its node (local size 1): keep the defaults there.
+        gds = "PMIx 5 default stores";
     } else {
+        gds = "PMIX_MCA_gds=hash";
         setenv("PMIX_MCA_gds", "hash", 1);
     }
     const int timeout = timeout_seconds();

@@ -81,7 +81,7 @@ EOF
 chmod 0755 "$D/job.sh"
 
 T0=$SECONDS
-(timeout 500 salloc -N1 -n2 "$D/job.sh" >"$D/job.out" 2>"$D/job.err" </dev/null; echo $? >"$D/job.done") &
+(timeout 500 salloc -N1 -n2 --gpus-per-node=2 "$D/job.sh" >"$D/job.out" 2>"$D/job.err" </dev/null; echo $? >"$D/job.done") &
 JOB=$!
 wait_for_job() {  # FILE: the job's phase marker, or give up when the job is gone
   local f=$1 n=0
@@ -140,10 +140,11 @@ cc -shared -fPIC -o "$D/evil/plugins/hwloc_evil.so" "$D/evil/evil.c" && chmod 07
 python3 "$GEN" -o "$D/evil/gpus.xml" --gpu package:0 >/dev/null 2>&1
 chmod 0644 "$D/evil/gpus.xml"
 # Live discovery (no topology=), so hwloc's environment would matter if it were the user's.
+# The step holds a GPU and asks for a binding: a plugin that read the user's XML would bind.
 echo "required $D/spank_numabind.so default=node fallback=warn" >"$D/plugstack.conf"
 su nbtest -s /bin/sh -c ". '$D/env.sh'; cd /tmp; HWLOC_XMLFILE='$D/evil/gpus.xml' HWLOC_PLUGINS_PATH='$D/evil/plugins' \
   HWLOC_COMPONENTS=xml,evil HWLOC_FSROOT='$D/evil/fsroot' HWLOC_THISSYSTEM=1 \
-  timeout 60 srun -n1 sh -c 'echo MODE=\$NUMABIND_MODE'" >"$D/sec.out" 2>"$D/sec.err"
+  timeout 60 srun -n1 --gpus=1 --numa-binding=node sh -c 'echo MODE=\$NUMABIND_MODE'" >"$D/sec.out" 2>"$D/sec.err"
 src=$?
 if ls "$D"/evil/PWNED-* >/dev/null 2>&1; then
   bad "a user's HWLOC_PLUGINS_PATH plugin was loaded: $(ls "$D"/evil/ | grep PWNED | tr '\n' ' ')"
