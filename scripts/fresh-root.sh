@@ -175,6 +175,9 @@ tar -C "$root" --numeric-owner -xzf "$start_from"
 # What a new machine's admin would have: name resolution and apt's site configuration
 # (proxy, validity checks) from this host; the sources debootstrap wrote for the mirror.
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# An installed machine resolves its own name (the installer writes it into /etc/hosts);
+# debootstrap does not, and Slurm 24.11's srun and slurmstepd look it up.
+printf '127.0.0.1 localhost\n127.0.1.1 %s\n' "$(hostname)" >"$root/etc/hosts"
 cp -a /etc/apt/apt.conf.d/. "$root/etc/apt/apt.conf.d/" 2>/dev/null || true
 rm -f "$root"/etc/apt/apt.conf.d/*docker* 2>/dev/null || true
 printf 'deb %s %s main\n' "$mirror" "$release" >"$root/etc/apt/sources.list"

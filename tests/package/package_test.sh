@@ -282,14 +282,14 @@ step_slurm() {
   . "$dir/env.sh"
   srun --help >"$work/help.out" 2>&1 || true
   check "srun --help lists --numa-binding (installed plugin loaded)" grep -q -- '--numa-binding' "$work/help.out"
-  ( cd "$work" && timeout 60 srun -n1 --numa-binding=node,verbose \
+  ( cd "$work" && timeout 60 srun -n1 --gpus=1 --numa-binding=node,verbose \
       sh -c 'echo "mode=$NUMABIND_MODE cpus=$NUMABIND_CPUS dev=$NUMABIND_DEVICE"; grep Cpus_allowed_list /proc/self/status' ) \
       >"$work/srun.out" 2>"$work/srun.err" || true
   cat "$work/srun.out" "$work/srun.err"
   check "srun -n1 --numa-binding=node binds the task" grep -q '^mode=node cpus=[0-9]' "$work/srun.out"
   check "verbose line on srun's stderr" grep -q 'numabind' "$work/srun.err"
   local prc
-  ( cd "$work" && timeout 120 srun -n1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
+  ( cd "$work" && timeout 120 srun -n1 --gpus=1 --numa-binding=node python3 "$work/train_resnet18.py" --placement-only --workers 2 ) \
       >"$work/placement.out" 2>"$work/placement.err" && prc=0 || prc=$?
   cat "$work/placement.out"
   [ "$(grep -c ' mode=node .* match=yes' "$work/placement.out" || true)" = 3 ] ||
