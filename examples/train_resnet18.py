@@ -248,6 +248,8 @@ def train(args):
     if world > 1 and not dist.is_initialized():
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29500")
+        # Debian's torch 2.6 is built without libuv, which its TCPStore asks for by default.
+        os.environ.setdefault("USE_LIBUV", "0")
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank, world_size=world)
 
     size = args.image_size
