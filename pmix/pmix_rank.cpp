@@ -90,14 +90,21 @@ void set_message(Reply& r, const std::string& m) {
     std::snprintf(r.message, sizeof r.message, "%s", m.c_str());
 }
 
-// One PMIx_Get of an integer; false with `err` set on failure.
-bool get_int(const pmix_proc_t* proc, const char* key, int timeout, long long& out, std::string& err) {
+// PMIx_Get bounded by PMIX_TIMEOUT (seconds); the caller releases *val.
+pmix_status_t get_with_timeout(const pmix_proc_t* proc, const char* key, int timeout, pmix_value_t** val) {
     pmix_info_t info;
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
-    pmix_value_t* val = nullptr;
-    pmix_status_t rc = PMIx_Get(proc, key, &info, 1, &val);
+    *val = nullptr;
+    pmix_status_t rc = PMIx_Get(proc, key, &info, 1, val);
     PMIX_INFO_DESTRUCT(&info);
+    return rc;
+}
+
+// One PMIx_Get of an integer; false with `err` set on failure.
+bool get_int(const pmix_proc_t* proc, const char* key, int timeout, long long& out, std::string& err) {
+    pmix_value_t* val = nullptr;
+    pmix_status_t rc = get_with_timeout(proc, key, timeout, &val);
     if (rc != PMIX_SUCCESS || !val) {
         err = std::string("PMIx_Get(") + key + ") failed: " + PMIx_Error_string(rc);
         return false;
@@ -111,12 +118,8 @@ bool get_int(const pmix_proc_t* proc, const char* key, int timeout, long long& o
 
 // The number of entries of PMIX_LOCAL_PEERS ("0,1,5"); 0 when unavailable.
 long long count_local_peers(const pmix_proc_t* job, int timeout) {
-    pmix_info_t info;
-    PMIX_INFO_CONSTRUCT(&info);
-    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
     pmix_value_t* val = nullptr;
-    pmix_status_t rc = PMIx_Get(job, PMIX_LOCAL_PEERS, &info, 1, &val);
-    PMIX_INFO_DESTRUCT(&info);
+    pmix_status_t rc = get_with_timeout(job, PMIX_LOCAL_PEERS, timeout, &val);
     long long n = 0;
     if (rc == PMIX_SUCCESS && val && val->type == PMIX_STRING && val->data.string && *val->data.string) {
         n = 1;
