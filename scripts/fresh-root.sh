@@ -89,7 +89,11 @@ mirror=${NUMABIND_DEBIAN_MIRROR:-$(host_mirror)}
 base=$cache/base.tar.gz
 if [ ! -s "$base" ]; then
   command -v debootstrap >/dev/null || {
-    log "installing debootstrap"; DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap >/dev/null; }
+    log "installing debootstrap"
+    # A new machine may not have fetched its package lists yet.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap >/dev/null 2>&1 ||
+      { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap >/dev/null; } ||
+      die "could not install debootstrap (apt-get install debootstrap)"; }
   build=$(mktemp -d "${NUMABIND_FRESH_TMP:-/var/tmp}/numabind-base.XXXXXX")
   log "bootstrapping $release from $mirror into the cache (once)"
   t0=$(date +%s)
