@@ -12,17 +12,11 @@
 #      user's plugin is never loaded and the user's XML is never read.
 # Usage: load_test.sh SPANK_PLUGIN.so     Env: LOAD_STEPS (500), LOAD_CONCURRENT (16)
 set -uo pipefail
-SO_SRC=${1:?usage: load_test.sh spank_numabind.so}
+: "${1:?usage: load_test.sh spank_numabind.so}"
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-CL=$ROOT/tests/slurm/cluster.sh
-GEN=$ROOT/tests/tools/gen_topology.py
+. "$HERE/../slurm/plugin_test_env.sh" "$1" srun salloc cc
 STEPS=${LOAD_STEPS:-500}
 CONC=${LOAD_CONCURRENT:-16}
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root (starts slurmctld/slurmd)"
-for t in srun salloc slurmd slurmctld munged python3 cc; do command -v $t >/dev/null || skip "$t not found"; done
-[ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found (build target spank_numabind)"; exit 1; }
 
 D=$(mktemp -d "${TMPDIR:-/tmp}/nbload.XXXXXX")
 chmod 0755 "$D"

@@ -16,14 +16,7 @@
 # Exit 0 all passed, 1 a check failed, 77 skipped. NBSPANK_KEEP=1 keeps the directory.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-SO_SRC=${1:-$ROOT/build/spank/spank_numabind.so}
-CL=$ROOT/tests/slurm/cluster.sh
-GEN=$ROOT/tests/tools/gen_topology.py
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root"
-for t in srun sbatch salloc slurmd slurmctld munged hwloc-calc python3 cc; do command -v $t >/dev/null || skip "$t not found"; done
-[ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found"; exit 1; }
+. "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun sbatch salloc hwloc-calc cc
 
 T0=$SECONDS
 D=$(mktemp -d /tmp/nbgpu.XXXXXX); chmod 0755 "$D"

@@ -14,19 +14,7 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-SO_SRC=${1:-$ROOT/build/spank/spank_numabind.so}
-CL=$ROOT/tests/slurm/cluster.sh
-GEN=$ROOT/tests/tools/gen_topology.py
-
-skip() { echo "SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root (starts slurmctld/slurmd)"
-for t in srun sbatch slurmd slurmctld munged hwloc-calc python3; do
-  command -v $t >/dev/null || skip "$t not found"
-done
-[ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found (build target spank_numabind)"; exit 1; }
-[ -x "$CL" ] || { echo "$CL missing"; exit 1; }
-[ -f "$GEN" ] || { echo "$GEN missing"; exit 1; }
+. "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun sbatch hwloc-calc
 
 T0=$SECONDS
 D=$(mktemp -d "${TMPDIR:-/tmp}/nbspank.XXXXXX")

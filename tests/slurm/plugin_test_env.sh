@@ -1,0 +1,16 @@
+# tests/slurm/plugin_test_env.sh — sourced by the test scripts that run spank_numabind.so on
+# the local cluster (tests/spank/*.sh, tests/fault/load_test.sh). Sets ROOT (the source
+# tree), CL (cluster.sh), GEN (gen_topology.py), SO_SRC (the plugin: $1 or the build's), and
+# checks what every such test needs: root, the listed tools, the plugin file.
+#   . "$(dirname "$0")/../slurm/plugin_test_env.sh" "${1:-}" TOOL...
+# Exit 77 (skipped) without root or a tool, 1 without the plugin.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CL=$ROOT/tests/slurm/cluster.sh
+GEN=$ROOT/tests/tools/gen_topology.py
+SO_SRC=${1:-$ROOT/build/spank/spank_numabind.so}
+shift
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (starts slurmctld/slurmd)"
+for t in slurmd slurmctld munged python3 "$@"; do command -v "$t" >/dev/null || skip "$t not found"; done
+[ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found (build target spank_numabind)"; exit 1; }
+[ -x "$CL" ] && [ -f "$GEN" ] || { echo "$CL or $GEN missing"; exit 1; }
