@@ -131,6 +131,7 @@ inside_pids() {  # processes whose root directory is this root
     r=$(readlink "$p/root" 2>/dev/null) || continue
     [ "$r" = "$root" ] && echo "${p#/proc/}"
   done
+  return 0   # not the status of the last test: callers run under set -e
 }
 
 end_inside() {  # whatever COMMAND left running (a daemon a killed test never stopped)
@@ -211,6 +212,19 @@ if [ -d "$here/../shared" ]; then
 fi
 log "root $release ready in $(( $(date +%s) - t0 )) s: $root (tree $rev)"
 
+# Cache the installed packages (whether or not the tests passed, once the project's install
+# step installed every listed package), not what the command built or left in scratch space.
+write_deps_cache() {
+  end_inside
+  chroot "$root" /work/numabind/.ci/install-deps.sh --check >/dev/null 2>&1 || return 1
+  chroot "$root" apt-get clean >/dev/null 2>&1 || true
+  tar -C "$root" --numeric-owner --one-file-system \
+    --exclude=./work --exclude=./proc --exclude=./sys --exclude=./dev \
+    --exclude='./tmp/*' --exclude='./var/tmp/*' -czf "$cache/deps-$deps_key.tar.gz.part" . &&
+    mv "$cache/deps-$deps_key.tar.gz.part" "$cache/deps-$deps_key.tar.gz" || return 1
+  log "deps cache written: $cache/deps-$deps_key.tar.gz ($(du -h "$cache/deps-$deps_key.tar.gz" | cut -f1))"
+}
+
 t1=$(date +%s)
 set +e
 # In the background + wait: a signal to this script runs the cleanup at once (bash defers
@@ -224,17 +238,8 @@ set -e
 log "${cmd[*]} in the $release root: exit $rc after $(( $(date +%s) - t1 )) s"
 
 if [ "$deps_cache" = 1 ] && [ "$start_from" = "$base" ]; then
-  # Cache the installed packages (whether or not the tests passed, once the project's install
-  # step installed every listed package), not what the command built or left in scratch space.
-  end_inside
-  if chroot "$root" /work/numabind/.ci/install-deps.sh --check >/dev/null 2>&1; then
-    chroot "$root" apt-get clean >/dev/null 2>&1 || true
-    tar -C "$root" --numeric-owner --one-file-system \
-      --exclude=./work --exclude=./proc --exclude=./sys --exclude=./dev \
-      --exclude='./tmp/*' --exclude='./var/tmp/*' -czf "$cache/deps-$deps_key.tar.gz.part" . &&
-      mv "$cache/deps-$deps_key.tar.gz.part" "$cache/deps-$deps_key.tar.gz" &&
-      log "deps cache written: $cache/deps-$deps_key.tar.gz ($(du -h "$cache/deps-$deps_key.tar.gz" | cut -f1))"
-  fi
+  # Best effort: the cache never changes COMMAND's exit status.
+  write_deps_cache || log "deps cache not written (the next run is cold again)"
 fi
 exit "$rc"
 }
