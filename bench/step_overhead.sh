@@ -23,7 +23,9 @@
 # node (overcommitted: -O), MANY_PAIRED (default 40) interleaved pairs of `srun -n N -O
 # --gpus-per-node=2 true` without the plugin and with --numa-binding=node: the cost of the
 # per-node exchange when task_init hooks share 2 CPUs (OUT_DIR/step_many.json).
-# KEEP=1 keeps the cluster directory.
+# SLURMD_ENV="VAR=VALUE ..." starts slurmd (and so every slurmstepd) with these variables, e.g.
+# the site tuning HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
+# (docs/PERFORMANCE.md). KEEP=1 keeps the cluster directory.
 set -euo pipefail
 [ $# -eq 2 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 PLUGIN=$(readlink -f "$1"); OUT=$2
@@ -52,10 +54,13 @@ echo "required $D/spank_numabind.so topology=$D/topo.xml $FILES" >"$D/plugstack.
 echo "required $D/spank_numabind.so devices=class=0x0180,class=0x0200" >"$D/plugstack.live"
 cp "$D/plugstack.off" "$D/plugstack.conf"
 chmod 0644 "$D"/plugstack.* "$D/topo.xml"
-"$ROOT/tests/slurm/cluster.sh" start "$D/cluster" --plugstack "$D/plugstack.conf" >/dev/null
+denv=()
+for e in ${SLURMD_ENV:-}; do denv+=(--slurmd-env "all:$e"); done
+"$ROOT/tests/slurm/cluster.sh" start "$D/cluster" --plugstack "$D/plugstack.conf" ${denv[@]+"${denv[@]}"} >/dev/null
 # shellcheck disable=SC1091
 . "$D/cluster/env.sh"
 
+echo "== step_overhead: slurmd environment: ${SLURMD_ENV:-(none added)}"
 echo "== step_overhead: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -Is), $(srun --version)"
 echo "-- sanity: the plugin binds (exclusive, XML topology, verbose)"
 cp "$D/plugstack.xml" "$D/plugstack.conf"
