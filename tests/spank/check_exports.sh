@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The plugin exports only what Slurm's loader looks up, is linked with relro/now and
 # a non-executable stack, and was compiled with the stack protector and FORTIFY_SOURCE.
+# It needs neither libstdc++ (linked in statically) nor libnuma (mempolicy_calls.cpp): srun
+# and every slurmstepd load it, and each of those cost about 1 ms per load (docs/PERFORMANCE.md).
 set -uo pipefail
 so=${1:?usage: check_exports.sh spank_numabind.so}
 fails=0
@@ -14,6 +16,10 @@ for s in plugin_name plugin_type plugin_version spank_plugin_version slurm_spank
 done
 dyn=$(readelf -d "$so")
 grep -q 'BIND_NOW' <<<"$dyn" || fail "not linked with -z now"
+needed=$(awk '/\(NEEDED\)/ { print $NF }' <<<"$dyn" | tr -d '[]')
+for lib in libnuma libstdc++; do
+  grep -q "^$lib\." <<<"$needed" && fail "needs $lib (NEEDED: $(echo $needed))"
+done
 readelf -lW "$so" | grep -q 'GNU_RELRO' || fail "no RELRO segment"
 readelf -lW "$so" | grep 'GNU_STACK' | grep -q 'RWE' && fail "executable stack"
 syms=$(nm -D "$so")
