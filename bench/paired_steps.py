@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Interleaved, paired srun timings for bench/step_overhead.sh (run inside an allocation).
 
-  paired_steps.py DIR OUT N basic        -n2: no plugin / loaded / exclusive XML / exclusive live
-  paired_steps.py DIR OUT N many C...    -nC (oversubscribed): no plugin / node with XML + device files
+  paired_steps.py DIR OUT N basic        -n2: no plugin / no-op plugin / loaded / exclusive XML / exclusive live
+  paired_steps.py DIR OUT N many C...    -nC (oversubscribed): no plugin / no-op plugin / node with XML + device files
 
 Each iteration runs every row back to back (order rotated), so slow drift from other load
-cancels in the per-iteration differences. DIR holds plugstack.{off,xml,live}; OUT gets JSON.
+cancels in the per-iteration differences. DIR holds plugstack.{off,noop,xml,live}; OUT gets JSON.
 """
 import json
 import subprocess
@@ -28,12 +28,13 @@ def time_rows(d, srun, rows, n):
 def main():
     d, out, n, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     if kind == "basic":
-        rows = [("no plugin", "off", []), ("plugin loaded, not asked", "xml", []),
+        rows = [("no plugin", "off", []), ("no-op SPANK plugin", "noop", []), ("plugin loaded, not asked", "xml", []),
                 ("exclusive, topology=XML", "xml", ["--numa-binding=exclusive"]),
                 ("exclusive, live discovery", "live", ["--numa-binding=exclusive"])]
         result = time_rows(d, ["srun", "-n2", "--gpus-per-node=2"], rows, n)
     else:
-        rows = [("no plugin", "off", []), ("node, XML + device files", "xml", ["--numa-binding=node"])]
+        rows = [("no plugin", "off", []), ("no-op SPANK plugin", "noop", []),
+                ("node, XML + device files", "xml", ["--numa-binding=node"])]
         result = {c: time_rows(d, ["srun", "-n" + c, "-O", "--gpus-per-node=2"], rows, n) for c in sys.argv[5:]}
     json.dump(result, open(out, "w"))
 

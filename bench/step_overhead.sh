@@ -16,12 +16,14 @@
 #                        virtio functions stand in for GPUs): slurmstepd discovers the node live
 # ROUNDS rounds (default 3, command order reversed every other round, so drift from other
 # load on the machine hits all rows alike) of STEPS steps each (default 100) per row.
-# Then PAIRED (default 100) interleaved iterations run the four rows back to back (order
-# rotated) and report the median of the per-iteration differences to "no plugin" (robust
-# against drift). Results: OUT_DIR/step_overhead.txt; raw data OUT_DIR/step_round*.json
+# Then PAIRED (default 300) interleaved iterations run the rows back to back (order
+# rotated), adding "no-op SPANK plugin" (bench/noop_spank.c: what Slurm itself spends on any
+# plugin), and report the median of the per-iteration differences to "no plugin" (robust
+# against drift) with its bootstrap 95% interval (at ~4 ms of step-to-step spread, 100
+# iterations leave the median difference uncertain by about +-0.7 ms, 300 by +-0.4 ms). Results: OUT_DIR/step_overhead.txt; raw data OUT_DIR/step_round*.json
 # (hyperfine) and OUT_DIR/step_paired.json. Then, for MANY_TASKS (default "8 64") tasks per
-# node (overcommitted: -O), MANY_PAIRED (default 40) interleaved pairs of `srun -n N -O
-# --gpus-per-node=2 true` without the plugin and with --numa-binding=node: the cost of the
+# node (overcommitted: -O), MANY_PAIRED (default 100) interleaved iterations of `srun -n N -O
+# --gpus-per-node=2 true` without a plugin, with the no-op plugin and with --numa-binding=node: the cost of the
 # per-node exchange when task_init hooks share 2 CPUs (OUT_DIR/step_many.json).
 # SLURMD_ENV="VAR=VALUE ..." starts slurmd (and so every slurmstepd) with these variables, e.g.
 # the site tuning HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
@@ -29,7 +31,7 @@
 set -euo pipefail
 [ $# -eq 2 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 PLUGIN=$(readlink -f "$1"); OUT=$2
-STEPS=${STEPS:-100}; ROUNDS=${ROUNDS:-3}; PAIRED=${PAIRED:-100}
+STEPS=${STEPS:-100}; ROUNDS=${ROUNDS:-3}; PAIRED=${PAIRED:-300}
 HERE=$(cd "$(dirname "$0")" && pwd -P); ROOT=$(dirname "$HERE")
 skip() { echo "step_overhead: $*; skipped" >&2; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (starts Slurm daemons)"
@@ -45,6 +47,8 @@ cleanup() {
 }
 trap cleanup EXIT
 cp "$PLUGIN" "$D/spank_numabind.so"  # a private copy: rebuilds during the run do not matter
+cc -shared -fPIC -O2 -o "$D/spank_noop.so" "$HERE/noop_spank.c"  # the floor of any SPANK plugin
+echo "required $D/spank_noop.so" >"$D/plugstack.noop"
 python3 "$ROOT/tests/tools/gen_topology.py" -o "$D/topo.xml" --gpu package:0 --gpu package:0 >/dev/null
 : >"$D/plugstack.off"
 FILES="device_files=$D/cluster/dev/%n/nvidia0,$D/cluster/dev/%n/nvidia1"
@@ -53,7 +57,7 @@ echo "required $D/spank_numabind.so topology=$D/topo.xml $FILES" >"$D/plugstack.
 # stand in for them
 echo "required $D/spank_numabind.so devices=class=0x0180,class=0x0200" >"$D/plugstack.live"
 cp "$D/plugstack.off" "$D/plugstack.conf"
-chmod 0644 "$D"/plugstack.* "$D/topo.xml"
+chmod 0644 "$D"/plugstack.* "$D/topo.xml"; chmod 0755 "$D/spank_noop.so"
 denv=()
 for e in ${SLURMD_ENV:-}; do denv+=(--slurmd-env "all:$e"); done
 "$ROOT/tests/slurm/cluster.sh" start "$D/cluster" --plugstack "$D/plugstack.conf" ${denv[@]+"${denv[@]}"} >/dev/null
@@ -84,13 +88,18 @@ done
 python3 "$HERE/paired_steps.py" "$D" "$OUT/step_paired.json" $PAIRED basic
 EOF
 cat >>"$D/inner.sh" <<EOF
-python3 "$HERE/paired_steps.py" "$D" "$OUT/step_many.json" ${MANY_PAIRED:-40} many ${MANY_TASKS:-8 64}
+python3 "$HERE/paired_steps.py" "$D" "$OUT/step_many.json" ${MANY_PAIRED:-100} many ${MANY_TASKS:-8 64}
 EOF
 salloc -n2 --gpus-per-node=2 bash "$D/inner.sh"
 
 python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/step_overhead.txt"
-import json, statistics, sys
+import json, random, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
+rng = random.Random(1)
+def ci95(diffs):
+    """Bootstrap 95% interval of the median difference: how far noise alone moves it."""
+    meds = sorted(statistics.median(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
+    return f"[{meds[50]:+.2f}, {meds[1949]:+.2f}]"
 times, per_round = {}, {}
 for r in range(1, rounds + 1):
     for res in json.load(open(f"{out}/step_round{r}.json"))["results"]:
@@ -107,18 +116,18 @@ for name in ["no plugin", "plugin loaded, not asked", "exclusive, topology=XML",
 paired = json.load(open(f"{out}/step_paired.json"))
 if paired and paired["no plugin"]:
     none = paired["no plugin"]
-    print(f"\ninterleaved, paired ({len(none)} iterations): median step ms, median of per-iteration difference to 'no plugin'")
+    print(f"\ninterleaved, paired ({len(none)} iterations): median step ms, median of per-iteration difference to 'no plugin', its bootstrap 95% interval")
     for name, t in paired.items():
         diffs = sorted((a - b) * 1e3 for a, b in zip(t, none))
-        print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}")
+        print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}  {ci95(diffs)}")
 try:
     many = json.load(open(f"{out}/step_many.json"))
 except OSError:
     many = {}
 for c, rows in many.items():
     none = rows["no plugin"]
-    print(f"\n{c} tasks per node (-O), interleaved, paired ({len(none)} iterations): median step ms, median difference")
+    print(f"\n{c} tasks per node (-O), interleaved, paired ({len(none)} iterations): median step ms, median difference, 95% interval")
     for name, t in rows.items():
         diffs = sorted((a - b) * 1e3 for a, b in zip(t, none))
-        print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}")
+        print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}  {ci95(diffs)}")
 PY

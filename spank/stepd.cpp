@@ -255,7 +255,11 @@ int task_init(spank_t sp, State& st) {
     const TaskIds id = task_ids(sp);
     const std::string who = node_label(st) + " task " + std::to_string(id.global) + " (local rank " +
                             std::to_string(id.rank) + ")";
-    const auto t0 = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    auto us_since = [](Clock::time_point a, Clock::time_point b) {
+        return std::to_string(static_cast<long>(std::chrono::duration<double, std::micro>(b - a).count()));
+    };
 
     // 1. This task's GPUs, published at once so that the others wait as little as possible.
     TaskGpus mine;
@@ -271,8 +275,19 @@ int task_init(spank_t sp, State& st) {
         p.per_task = mine.per_task;
         if (mine.gpu_step) p.devices = mine.devices;
     }
+    // The step's cpuset as this task sees it: the others' sets are not needed for it, so it is
+    // read before waiting, off the path that the last-arriving task sets for everyone.
+    HwlocTopology::Allowed allowed;
+    std::string allowed_error;
+    try {
+        allowed = st.topo->allowed();  // the step's cpuset, not Slurm's affinity
+    } catch (const std::exception& e) {
+        allowed_error = e.what();
+    }
+    const auto t_own = Clock::now();
     const bool in_time = st.share.publish(id.rank, p);
     std::vector<Published> all = st.share.wait_all(kShareTimeoutMs);
+    const auto t_shared = Clock::now();
     if (!own_error.empty()) return give_up(sp, st, who, own_error, true);
 
     // 2. The node's device sets, the same in every task.
@@ -285,27 +300,29 @@ int task_init(spank_t sp, State& st) {
     const NodeDevices nd = combine_node_devices(static_cast<int>(st.accelerators.size()), all);
 
     // 3. Plan the node, bind this task.
-    std::string step_failure, failure;
+    std::string step_failure = allowed_error;
     TaskPlan task;
-    try {
-        PlanRequest req;
-        req.mode = st.mode;
-        req.mem = st.mem;
-        req.ntasks = static_cast<int>(id.ntasks);
-        req.visible_devices = nd.shared;
-        req.per_task_devices = nd.per_task;
-        HwlocTopology::Allowed allowed = st.topo->allowed();  // the step's cpuset, not Slurm's affinity
-        req.allowed_cpus = std::move(allowed.cpus);
-        req.allowed_mems = std::move(allowed.mems);
-        NodePlan plan = plan_node(st.topo->model(), st.accelerators, req);
-        task = plan.tasks.at(static_cast<size_t>(id.rank));
-        for (const std::string& w : plan.warnings) task.warnings.push_back(w);
-        // The device pointer must outlive `plan`: point it into our own accelerator list.
-        if (task.device) task.device = &st.accelerators.at(static_cast<size_t>(task.device->index));
-    } catch (const std::exception& e) {
-        step_failure = e.what();  // the same in every task: said once
+    if (step_failure.empty()) {
+        try {
+            PlanRequest req;
+            req.mode = st.mode;
+            req.mem = st.mem;
+            req.ntasks = static_cast<int>(id.ntasks);
+            req.visible_devices = nd.shared;
+            req.per_task_devices = nd.per_task;
+            req.allowed_cpus = std::move(allowed.cpus);
+            req.allowed_mems = std::move(allowed.mems);
+            NodePlan plan = plan_node(st.topo->model(), st.accelerators, req);
+            task = plan.tasks.at(static_cast<size_t>(id.rank));
+            for (const std::string& w : plan.warnings) task.warnings.push_back(w);
+            // The device pointer must outlive `plan`: point it into our own accelerator list.
+            if (task.device) task.device = &st.accelerators.at(static_cast<size_t>(task.device->index));
+        } catch (const std::exception& e) {
+            step_failure = e.what();  // the same in every task: said once
+        }
     }
     if (!step_failure.empty()) return give_up(sp, st, node_label(st), step_failure);
+    const auto t_planned = Clock::now();
     // Restores the previous placement on every way out until keep(), so that a task is
     // either bound as NUMABIND_* says or exactly as it was.
     ScopedBinding binding;
@@ -338,9 +355,12 @@ int task_init(spank_t sp, State& st) {
                 to_string(task.mem) + "), devices " + join_list(task.devices) + " (holds " + join_list(mine.devices) +
                 ": " + mine.source + ")";
         for (const std::string& w : task.warnings) line += "; warning: " + w;
-        const double task_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        line += "; took " + std::to_string(static_cast<long>(task_us)) + " us (step setup " +
-                std::to_string(static_cast<long>(st.prepare_us)) + " us)";
+        // Where a task's time goes (the wait is for the other local tasks' device sets).
+        const auto t_end = Clock::now();
+        line += "; took " + us_since(t0, t_end) + " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " +
+                us_since(t_own, t_shared) + ", plan " + us_since(t_shared, t_planned) + ", bind " +
+                us_since(t_planned, t_end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +
+                " us)";
         task_stderr(line);
     }
     binding.keep();

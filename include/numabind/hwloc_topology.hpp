@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "numabind/idset.hpp"
+#include "numabind/process_allowed.hpp"
 #include "numabind/topology.hpp"
 
 namespace numabind {
@@ -69,10 +70,7 @@ public:
     IdSet allowed_cpus() const;
     IdSet allowed_mems() const;
     // Both at once: one read of the OS restrictions (the task hook's hot path).
-    struct Allowed {
-        IdSet cpus;
-        IdSet mems;
-    };
+    using Allowed = AllowedSets;
     Allowed allowed() const;
 
     // hwloc XML (v2) of this topology, with extra name=value info attributes on the

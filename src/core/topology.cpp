@@ -1,5 +1,8 @@
 #include "numabind/topology.hpp"
 
+#include "numabind/error.hpp"
+#include "numabind/process_allowed.hpp"
+
 #include <algorithm>
 
 namespace numabind {
@@ -43,6 +46,23 @@ int Topology::distance(int from_os, int to_os) const {
     auto it = distances.find({from_os, to_os});
     if (it != distances.end()) return it->second;
     return from_os == to_os ? 10 : 20;  // the ACPI SLIT convention when no matrix is known
+}
+
+AllowedSets allowed_in(const Topology& topo, const AllowedSets& kernel, const std::string& source) {
+    const IdSet pus = topo.all_pus();
+    AllowedSets out{kernel.cpus & pus, {}};
+    std::string nodes;
+    for (const NumaNode& n : topo.numa_nodes) {
+        if (kernel.mems.contains(n.os_index)) out.mems.insert(n.os_index);
+        nodes += (nodes.empty() ? "" : ",") + std::to_string(n.os_index);
+    }
+    if (out.cpus.empty())
+        throw Error("none of the CPUs this process may use (" + kernel.cpus.to_string() + ") is in the topology " +
+                    source + " (PUs " + pus.to_string() + "); is it this machine's topology?");
+    if (out.mems.empty())
+        throw Error("none of the memory nodes this process may use (" + kernel.mems.to_string() +
+                    ") is in the topology " + source + " (NUMA nodes " + nodes + "); is it this machine's topology?");
+    return out;
 }
 
 }  // namespace numabind

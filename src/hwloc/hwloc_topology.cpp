@@ -1,5 +1,6 @@
 // hwloc adapter: everything hwloc-specific lives here.
 #include "numabind/hwloc_topology.hpp"
+#include "numabind/process_allowed.hpp"
 
 #include <hwloc.h>
 
@@ -230,21 +231,15 @@ HwlocTopology::HwlocTopology(const LoadOptions& options) : impl_(std::make_uniqu
 HwlocTopology::~HwlocTopology() = default;
 
 HwlocTopology::Allowed HwlocTopology::allowed() const {
+    // This machine: the kernel's cpuset, read in a few system calls (src/sys/binding.cpp)
+    // rather than by hwloc_topology_allow(LOCAL_RESTRICTIONS), which parses cgroup files
+    // and rewrites the topology (~150 us per task in slurmstepd). A foreign XML: what it
+    // records as allowed.
+    if (this_system_) return allowed_in(model_, kernel_allowed(), source_);
     hwloc_topology_t t = impl_->topo;
-    if (this_system_) hwloc_topology_allow(t, nullptr, nullptr, HWLOC_ALLOW_FLAG_LOCAL_RESTRICTIONS);
-    Allowed allowed{to_idset(hwloc_topology_get_allowed_cpuset(t)), to_idset(hwloc_topology_get_allowed_nodeset(t))};
-    // An empty set would mean "everything" to the planner: never hand a task CPUs or memory
-    // outside its cpuset because the topology (an XML of another machine?) shares none with it.
-    if (allowed.cpus.empty())
-        throw Error("none of the CPUs this process may use is in the topology " + source_ + " (PUs " +
-                    model_.all_pus().to_string() + "); is it this machine's topology?");
-    if (allowed.mems.empty()) {
-        std::string nodes;
-        for (const NumaNode& n : model_.numa_nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(n.os_index);
-        throw Error("none of the memory nodes this process may use is in the topology " + source_ +
-                    " (NUMA nodes " + nodes + "); is it this machine's topology?");
-    }
-    return allowed;
+    return allowed_in(model_,
+                      {to_idset(hwloc_topology_get_allowed_cpuset(t)), to_idset(hwloc_topology_get_allowed_nodeset(t))},
+                      source_);
 }
 
 IdSet HwlocTopology::allowed_cpus() const { return allowed().cpus; }

@@ -2,6 +2,9 @@
 // libnuma's set_mempolicy; both read back with the matching get call.
 #include "numabind/binding.hpp"
 
+#include "numabind/error.hpp"
+#include "numabind/process_allowed.hpp"
+
 #include <numaif.h>
 #include <sched.h>
 
@@ -249,6 +252,36 @@ ApplyResult apply_binding(const TaskPlan& task) {
     ApplyResult r = binding.apply(task);
     if (r.ok) binding.keep();
     return r;
+}
+
+AllowedSets kernel_allowed() {
+    AllowedSets out;
+    int ncpus = 0;
+    size_t size = 0;
+    CpuSetPtr saved = read_affinity_mask(ncpus, size);
+    if (!saved) throw Error(std::string("cannot read this task's CPU affinity: ") + std::strerror(errno));
+    // The kernel intersects a requested affinity with the cpuset (sched_setaffinity(2)):
+    // asking for every CPU leaves exactly those the cpuset allows and that are online.
+    size_t all_size = 0;
+    CpuSetPtr all = alloc_cpu_set(ncpus, all_size);
+    if (!all) throw Error("cannot allocate a CPU mask");
+    for (int c = 0; c < ncpus; ++c) CPU_SET_S(c, all_size, all.get());
+    const bool widened = sched_setaffinity(0, all_size, all.get()) == 0;
+    const int widen_errno = errno;
+    IdSet cpus;
+    const bool read_back = widened && read_affinity(cpus);
+    // Put the previous affinity back before anything else (it lies inside the cpuset).
+    if (widened && sched_setaffinity(0, size, saved.get()) != 0)
+        throw Error(std::string("cannot restore this task's CPU affinity: ") + std::strerror(errno));
+    if (!widened) throw Error(std::string("cannot read this task's cpuset (sched_setaffinity): ") + std::strerror(widen_errno));
+    if (!read_back) throw Error(std::string("cannot read this task's cpuset: ") + std::strerror(errno));
+    out.cpus = std::move(cpus);
+    int mode = 0;
+    NodeMask mask(kMaxNodes / kBitsPerWord, 0);
+    if (get_mempolicy(&mode, mask.data(), kMaxNodes, nullptr, MPOL_F_MEMS_ALLOWED) != 0)
+        throw Error(std::string("cannot read this task's allowed memory nodes (get_mempolicy): ") + std::strerror(errno));
+    out.mems = from_mask(mask);
+    return out;
 }
 
 Placement current_placement() {

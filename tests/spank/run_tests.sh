@@ -206,7 +206,7 @@ if case_on verbose; then
     check_grep "verbose: task $r line names node, task, local rank, device+PCI, its NUMA node, CPUs, mems, policy" \
       "^numabind: node n1 task $r \(local rank $r\): mode node, device $r \($(bus $r)\) on NUMA $(numa_os "$SWAP" $r), cpus $(node_cpus "$SWAP" $r), mems .* \(none\)" "$D/err"
   done
-  t=$(sed -n 's/.*; took \([0-9]*\) us (step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
+  t=$(sed -n 's/.*; took \([0-9]*\) us (.*; step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
   [ -n "$t" ] && echo "info - plugin's own timing: task_init ${t%% *} us per task, step setup (topology load) ${t##* } us"
   plug "topology=$ONE verbose default=node"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
