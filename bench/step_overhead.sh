@@ -46,7 +46,9 @@ cleanup() {
   [ "${KEEP:-0}" = 1 ] || rm -rf "$D"
 }
 trap cleanup EXIT
-cp "$PLUGIN" "$D/spank_numabind.so"  # a private copy: rebuilds during the run do not matter
+# A private copy of the plugin and the step engine beside it: rebuilds during the run do not matter.
+cp "$PLUGIN" "$D/spank_numabind.so"
+cp "$(dirname "$PLUGIN")/numabind_stepd.so" "$D/numabind_stepd.so"
 cc -shared -fPIC -O2 -o "$D/spank_noop.so" "$HERE/noop_spank.c"  # the floor of any SPANK plugin
 echo "required $D/spank_noop.so" >"$D/plugstack.noop"
 python3 "$ROOT/tests/tools/gen_topology.py" -o "$D/topo.xml" --gpu package:0 --gpu package:0 >/dev/null

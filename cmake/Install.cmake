@@ -5,6 +5,7 @@
 #
 #   PREFIX/bin/numabind                                  the command          (component runtime)
 #   <Slurm plugin dir>/spank_numabind.so                 the SPANK plugin     (component plugin)
+#   <Slurm plugin dir>/numabind_stepd.so                 its step engine, loaded by the plugin
 #   <plugstack.conf.d>/numabind.conf                     its plugstack entry  (component plugin)
 #   PREFIX/include/numabind/*.hpp, PREFIX/LIBDIR/libnumabind.a,
 #   PREFIX/LIBDIR/cmake/numabind/numabind{Config,ConfigVersion,Targets}.cmake,
@@ -138,9 +139,11 @@ if(TARGET spank_numabind)
     endif()
     file(INSTALL DESTINATION "${_nb_plugin_dir}" TYPE MODULE
          PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE
-         FILES "$<TARGET_FILE:spank_numabind>")
+         FILES "$<TARGET_FILE:spank_numabind>" "$<TARGET_FILE:numabind_stepd>")
     if(CMAKE_INSTALL_DO_STRIP AND NOT "@CMAKE_STRIP@" STREQUAL "")
-      execute_process(COMMAND "@CMAKE_STRIP@" --strip-unneeded "$ENV{DESTDIR}${_nb_plugin_dir}/spank_numabind.so")
+      foreach(_nb_so spank_numabind.so numabind_stepd.so)
+        execute_process(COMMAND "@CMAKE_STRIP@" --strip-unneeded "$ENV{DESTDIR}${_nb_plugin_dir}/${_nb_so}")
+      endforeach()
     endif()
     set(_nb_conf_src "@_nb_conf_src@")
     if(EXISTS "${_nb_conf_src}")

@@ -16,13 +16,13 @@ ROOT=$PWD
 .ci/install-deps.sh
 BUILD=${NUMABIND_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target numabind-cli spank_numabind
+cmake --build "$BUILD" -j"$(nproc)" --target numabind-cli spank_numabind numabind_stepd
 NB=$ROOT/$BUILD/numabind
 
 DIR=$(mktemp -d /tmp/numabind-demo.XXXXXX)
 chmod 0755 "$DIR"
 trap 'tests/slurm/cluster.sh stop "$DIR" >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-cp "$BUILD/spank/spank_numabind.so" "$DIR/"
+cp "$BUILD/spank/spank_numabind.so" "$BUILD/spank/numabind_stepd.so" "$DIR/"
 GEN="python3 tests/tools/gen_topology.py"
 # this machine as it is, GPU 0 and GPU 1 attached to its (only) package
 $GEN -o "$DIR/real.xml" --gpu package:0 --gpu package:0 >/dev/null 2>&1

@@ -1,5 +1,5 @@
-// numabind SPANK plugin: state shared by the hooks of one process (srun, sbatch,
-// salloc or one slurmstepd and the tasks it forks) and the message helpers.
+// numabind step engine (numabind_stepd.so): the state of one slurmstepd, shared with the
+// tasks it forks, and the hooks the front hands to it (stepd_api.h).
 #pragma once
 
 // spank.h declares the hooks without C linkage of its own.
@@ -14,23 +14,20 @@ extern "C" {
 #include <vector>
 
 #include "config.hpp"
+#include "messages.hpp"
 #include "node_share.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/hwloc_topology.hpp"
 
 namespace numabind::spank {
 
-// Slurm's reserved step ids (slurm.h: SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT).
-inline constexpr uint32_t kBatchStep = 0xfffffffb;
-inline constexpr uint32_t kExternStep = 0xfffffffc;
-inline constexpr uint32_t kInteractiveStep = 0xfffffffa;  // salloc's shell under use_interactive_step
 // How long a task waits for the other local tasks' device sets, from the first arrival.
 inline constexpr int kShareTimeoutMs = 2000;
 
 struct State {
     SiteConfig site;
 
-    // --numa-binding as the option callback saw it (idempotent: last call wins).
+    // --numa-binding as the front passed it (stepd_api.h).
     bool option_given = false;
     UserChoice choice;
     std::string option_error;  // a bad value that reached slurmstepd
@@ -58,20 +55,9 @@ struct State {
 
 State& state();
 
-// "numabind: " + msg through slurm_error (srun's stderr and the slurmd log). Control
-// characters are escaped and the line capped (log_text.hpp): no forged log lines.
-void log_error(const std::string& msg);
-// "numabind: " + msg through slurm_info (the slurmd log only).
-void log_info(const std::string& msg);
-// One write(2) of "numabind: " + msg + "\n" to the task's stderr (relayed by srun), escaped alike.
-void task_stderr(const std::string& msg);
-
-// Hooks by context.
-int local_init(spank_t sp);                  // srun, sbatch, salloc: register the option
-int local_init_post_opt(spank_t sp);         // srun, sbatch, salloc: validate the inherited value
-int option_callback(int val, const char* optarg, int remote) noexcept;
-int stepd_prepare(spank_t sp);               // slurmstepd, before the tasks fork
-int stepd_task_init(spank_t sp);             // the task, as the user, right before execve
+// Hooks (stepd.cpp).
+int stepd_prepare(spank_t sp);  // slurmstepd, before the tasks fork
+int stepd_task_init(spank_t sp);  // the task, as the user, right before execve
 void stepd_exit();
 
 }  // namespace numabind::spank

@@ -1,7 +1,8 @@
 // numabind SPANK plugin: the --numa-binding option in srun, sbatch, salloc and slurmstepd.
 #include <cstdlib>
 
-#include "context.hpp"
+#include "front.hpp"
+#include "messages.hpp"
 #include "numabind/error.hpp"
 
 namespace numabind::spank {
@@ -22,8 +23,10 @@ struct spank_option numa_binding_option = {opt_name, opt_arginfo, opt_usage, 1, 
 // and nothing may escape it.
 int option_callback(int /*val*/, const char* optarg, int remote) noexcept {
     try {
-        State& st = state();
+        FrontState& st = front_state();
         const std::string value = optarg ? optarg : "";
+        st.option_seen = true;
+        st.option_value = value;
         try {
             st.choice = parse_option_value(value);
             st.option_given = true;
@@ -57,7 +60,7 @@ int local_init(spank_t sp) {
 int local_init_post_opt(spank_t /*sp*/) {
     // srun inside a batch script picks the sbatch value up from the environment; Slurm
     // runs the callback for it, but check again so a bad value can never slip through.
-    State& st = state();
+    FrontState& st = front_state();
     if (st.option_given) return 0;
     const char* env = std::getenv(kOptionEnv);
     if (!env) return 0;

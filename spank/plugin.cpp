@@ -1,14 +1,12 @@
 // numabind SPANK plugin: the entry points Slurm calls. Each one dispatches on the
-// context and never lets a C++ exception reach Slurm.
-#include <unistd.h>
-
-#include <cerrno>
+// context and never lets a C++ exception reach Slurm. This is the front (front.hpp); the
+// binding itself is done by the step engine it loads in slurmstepd (stepd_api.h).
 #include <exception>
 #include <string>
 #include <vector>
 
-#include "context.hpp"
-#include "log_text.hpp"
+#include "front.hpp"
+#include "messages.hpp"
 #include "numabind/error.hpp"
 
 // SPANK_PLUGIN(numabind, 1), spelled out: in C++ a namespace-scope const has internal
@@ -27,25 +25,9 @@ const unsigned int spank_plugin_version = 1;
 
 namespace numabind::spank {
 
-State& state() {
-    static State s;
+FrontState& front_state() {
+    static FrontState s;
     return s;
-}
-
-void log_error(const std::string& msg) { slurm_error("numabind: %s", log_safe(msg).c_str()); }
-void log_info(const std::string& msg) { slurm_info("numabind: %s", log_safe(msg).c_str()); }
-
-void task_stderr(const std::string& msg) {
-    const std::string line = "numabind: " + log_safe(msg) + "\n";
-    const char* p = line.data();
-    size_t left = line.size();
-    while (left > 0) {  // one write(2) in practice: stderr lines of tasks do not interleave
-        ssize_t n = write(STDERR_FILENO, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return;
-        p += n;
-        left -= static_cast<size_t>(n);
-    }
 }
 
 namespace {
@@ -68,7 +50,7 @@ int guard(const char* hook, F&& body) noexcept {
 int parse_config(int ac, char** av) {
     std::vector<std::string> args(av, av + ac);
     try {
-        state().site = parse_site_config(args);
+        front_state().site = parse_site_config(args);
     } catch (const UsageError& e) {
         log_error(e.what());
         return -1;
@@ -98,14 +80,14 @@ NB_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     });
 }
 
-NB_EXPORT int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
+NB_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
     return nbs::guard("init_post_opt", [&] {
         switch (spank_context()) {
             case S_CTX_LOCAL:
             case S_CTX_ALLOCATOR:
                 return nbs::local_init_post_opt(sp);
             case S_CTX_REMOTE:
-                return nbs::stepd_prepare(sp);
+                return nbs::front_prepare(sp, ac, av);
             default:
                 return 0;
         }
@@ -113,12 +95,12 @@ NB_EXPORT int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
 }
 
 NB_EXPORT int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
-    return nbs::guard("task_init", [&] { return spank_remote(sp) ? nbs::stepd_task_init(sp) : 0; });
+    return nbs::guard("task_init", [&] { return spank_remote(sp) ? nbs::front_task_init(sp) : 0; });
 }
 
 NB_EXPORT int slurm_spank_exit(spank_t sp, int /*ac*/, char** /*av*/) {
     return nbs::guard("exit", [&] {
-        if (spank_remote(sp)) nbs::stepd_exit();
+        if (spank_remote(sp)) nbs::front_exit();
         return 0;
     });
 }

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "context.hpp"
+#include "step_scope.hpp"
 #include "devices.hpp"
 #include "log_text.hpp"
 #include "numabind/binding.hpp"
@@ -25,35 +26,6 @@
 namespace numabind::spank {
 
 namespace {
-
-constexpr const char* kVariables[] = {"NUMABIND_MODE", "NUMABIND_CPUS", "NUMABIND_MEMS", "NUMABIND_MEM_POLICY",
-                                      "NUMABIND_DEVICE", "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI"};
-
-// The job's environment as the task (or the step) will see it.
-std::optional<std::string> job_getenv(spank_t sp, const std::string& name) {
-    std::vector<char> buf(512);
-    for (int tries = 0; tries < 6; ++tries) {
-        spank_err_t rc = spank_getenv(sp, name.c_str(), buf.data(), static_cast<int>(buf.size()));
-        if (rc == ESPANK_SUCCESS) return std::string(buf.data());
-        if (rc != ESPANK_NOSPACE) return std::nullopt;
-        buf.resize(buf.size() * 4);
-    }
-    return std::nullopt;
-}
-
-std::string short_hostname() {
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) != 0) return "localhost";
-    std::string h(host);
-    return h.substr(0, h.find('.'));
-}
-
-// Every NUMABIND_* variable is either the plugin's or gone: nothing of the user's, of an
-// earlier step or of a bound batch shell survives into a task.
-void clear_variables(spank_t sp, bool mode_none) {
-    for (const char* v : kVariables) spank_unsetenv(sp, v);
-    if (mode_none) spank_setenv(sp, "NUMABIND_MODE", "none", 1);
-}
 
 std::string join_list(const std::vector<int>& v) {
     std::string s;
@@ -148,16 +120,13 @@ int stepd_prepare(spank_t sp) {
     st.device_files.clear();
     st.share.destroy();
 
-    uint32_t stepid = 0, ntasks = 0;
-    if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS) return 0;
-    if (stepid == kExternStep) return 0;
-    const bool job_level = stepid == kBatchStep || stepid == kInteractiveStep ||
-                           job_getenv(sp, "SLURM_INTERACTIVE_STEP").value_or("") == "1";
-    if (job_level && !st.site.batch_step) return 0;
+    const StepScope scope = step_scope(sp, st.site);
+    if (!scope.ours) return 0;
+    const bool job_level = scope.job_level;
+    uint32_t ntasks = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) ntasks = 1;
     st.ours = true;
-    const char* node = std::getenv("SLURMD_NODENAME");  // slurmd's own environment, not the user's
-    st.node_name = node && *node ? node : short_hostname();
+    st.node_name = node_name();
     if (!st.option_error.empty()) {
         st.share.create(static_cast<int>(ntasks), 0);  // for the once-per-step message
         return 0;

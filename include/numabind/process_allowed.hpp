@@ -17,8 +17,9 @@ struct AllowedSets {
 
 // Adapter (src/sys/binding.cpp), from the kernel in a few system calls: the CPUs by asking
 // for all of them with sched_setaffinity and reading back what the cpuset leaves (the
-// calling thread's affinity is put back at once), the memory nodes with
-// get_mempolicy(MPOL_F_MEMS_ALLOWED). Throws Error when the kernel refuses either.
+// calling thread's affinity is put back at once; when the thread may not change its affinity,
+// the affinity it has, which lies inside the cpuset), the memory nodes with
+// get_mempolicy(MPOL_F_MEMS_ALLOWED). Throws Error when the kernel refuses to read either.
 AllowedSets kernel_allowed();
 
 // Pure (src/core/topology.cpp): `kernel` restricted to what `topo` describes. Never empty:

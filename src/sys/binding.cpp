@@ -266,15 +266,21 @@ AllowedSets kernel_allowed() {
     CpuSetPtr all = alloc_cpu_set(ncpus, all_size);
     if (!all) throw Error("cannot allocate a CPU mask");
     for (int c = 0; c < ncpus; ++c) CPU_SET_S(c, all_size, all.get());
-    const bool widened = sched_setaffinity(0, all_size, all.get()) == 0;
-    const int widen_errno = errno;
     IdSet cpus;
-    const bool read_back = widened && read_affinity(cpus);
-    // Put the previous affinity back before anything else (it lies inside the cpuset).
-    if (widened && sched_setaffinity(0, size, saved.get()) != 0)
-        throw Error(std::string("cannot restore this task's CPU affinity: ") + std::strerror(errno));
-    if (!widened) throw Error(std::string("cannot read this task's cpuset (sched_setaffinity): ") + std::strerror(widen_errno));
-    if (!read_back) throw Error(std::string("cannot read this task's cpuset: ") + std::strerror(errno));
+    if (sched_setaffinity(0, all_size, all.get()) == 0) {
+        const bool read_back = read_affinity(cpus);
+        const int read_errno = errno;
+        // Put the previous affinity back before anything else (it lies inside the cpuset).
+        if (sched_setaffinity(0, size, saved.get()) != 0)
+            throw Error(std::string("cannot restore this task's CPU affinity: ") + std::strerror(errno));
+        if (!read_back) throw Error(std::string("cannot read this task's cpuset: ") + std::strerror(read_errno));
+    } else {
+        // Not allowed to change its affinity (seccomp, a container runtime): what it has now
+        // lies inside the cpuset, so planning within it never leaves it; binding will say why
+        // it cannot change the affinity.
+        for (int c = 0; c < ncpus; ++c)
+            if (CPU_ISSET_S(c, size, saved.get())) cpus.insert(c);
+    }
     out.cpus = std::move(cpus);
     int mode = 0;
     NodeMask mask(kMaxNodes / kBitsPerWord, 0);

@@ -32,8 +32,7 @@ trap 'exit 130' INT TERM
 ok() { echo "ok   - $*"; }
 bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
 
-cp "$SO_SRC" "$D/spank_numabind.so"
-chmod 0755 "$D/spank_numabind.so"
+install_plugin "$D"
 python3 "$GEN" -o "$D/one.xml" --gpu core:0 --gpu package:0 >/dev/null 2>&1 || { echo "gen_topology failed"; exit 1; }
 chmod 0644 "$D/one.xml"
 PLUG="required $D/spank_numabind.so topology=$D/one.xml default=exclusive fallback=fail"

@@ -8,7 +8,11 @@
  *   mpolswap   set_mempolicy() succeeds but installs MPOL_PREFERRED instead of the
  *              requested policy (the read-back must notice)
  * Anything else (or unset): pass through. "narrow" and "mpolswap" act on the first call
- * only, so numabind's restore after the failure reaches the kernel unaltered. */
+ * only, so numabind's restore after the failure reaches the kernel unaltered; "narrow" skips
+ * a request for every CPU and the call right after it, which are numabind reading the cpuset
+ * and putting the affinity back (kernel_allowed): a real narrower cpuset would narrow that
+ * read too, and numabind would plan inside it, so the fault stands for a cpuset that changed
+ * between that read and the binding. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,8 +32,12 @@ int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t* set) {
         errno = EPERM;
         return -1;
     }
-    static int narrowed = 0;
-    if (fault("narrow") && !narrowed++) {
+    static int narrowed = 0, after_read = 0;
+    int every_cpu = 1;
+    for (int c = 0; c < (int)(size * 8) && c < CPU_SETSIZE && every_cpu; ++c) every_cpu = CPU_ISSET_S(c, size, set);
+    const int restoring = after_read;
+    after_read = every_cpu;
+    if (fault("narrow") && !every_cpu && !restoring && !narrowed++) {
         cpu_set_t* one = CPU_ALLOC(CPU_SETSIZE);
         size_t sz = CPU_ALLOC_SIZE(CPU_SETSIZE);
         CPU_ZERO_S(sz, one);

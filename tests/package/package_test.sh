@@ -97,6 +97,7 @@ step_install() {
     -a -f "$STAGE/share/doc/numabind/OPTIONS.md"
   if has_plugin; then
     check "plugin installed into the (overridden) Slurm plugin dir" test -f "$PLUGIN_DIR/spank_numabind.so"
+    check "step engine installed beside the plugin" test -f "$PLUGIN_DIR/numabind_stepd.so"
     check "plugstack entry installed" test -f "$CONF_DIR/numabind.conf"
     check "plugstack entry names the installed plugin" \
       grep -qE "^required $PLUGIN_DIR/spank_numabind\.so" "$CONF_DIR/numabind.conf"
@@ -116,6 +117,7 @@ step_install() {
     check "DESTDIR install: CLI in DESTDIR/usr/bin" test -x "$dd/usr/bin/numabind"
     if has_plugin; then
       check "DESTDIR install: plugin in DESTDIR/usr/lib64/slurm" test -f "$dd/usr/lib64/slurm/spank_numabind.so"
+      check "DESTDIR install: step engine beside it" test -f "$dd/usr/lib64/slurm/numabind_stepd.so"
       check "DESTDIR install: numabind.conf in DESTDIR/etc/slurm/plugstack.conf.d naming /usr/lib64/slurm" \
         grep -qE '^required /usr/lib64/slurm/spank_numabind\.so' "$dd/etc/slurm/plugstack.conf.d/numabind.conf"
     fi
@@ -383,6 +385,7 @@ step_deb() {
     local pdir; pdir=$(sed -n 's/^NUMABIND_SLURM_PLUGIN_DIR:PATH=//p' "$BUILD/CMakeCache.txt")
     case $pdir in /*) ;; *) pdir=/usr/$pdir ;; esac
     check ".deb has the plugin in the Slurm plugin dir ($pdir)" c "$pdir/spank_numabind.so"
+    check ".deb has the step engine beside it" c "$pdir/numabind_stepd.so"
     check ".deb has the plugin exactly once" test "$(grep -c '/spank_numabind\.so$' "$out/contents.txt")" = 1
     check ".deb has /etc/slurm/plugstack.conf.d/numabind.conf" c /etc/slurm/plugstack.conf.d/numabind.conf
     dpkg-deb -e "$deb" "$out/DEBIAN"
@@ -446,6 +449,7 @@ step_rpm() {
   if has_plugin; then
     local mm next; mm=$(slurm_release) next=$(slurm_next_release)
     check "RPM has the plugin in /usr/lib64/slurm" r /usr/lib64/slurm/spank_numabind.so
+    check "RPM has the step engine beside it" r /usr/lib64/slurm/numabind_stepd.so
     check "RPM has /etc/slurm/plugstack.conf.d/numabind.conf as %config(noreplace)" \
       test "$(rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$main" 2>/dev/null | awk '$1 == "/etc/slurm/plugstack.conf.d/numabind.conf" { print $2 }')" = cn
     check "RPM Requires slurm >= $mm and slurm < $next" bash -c \

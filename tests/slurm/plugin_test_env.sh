@@ -1,7 +1,8 @@
 # tests/slurm/plugin_test_env.sh — sourced by the test scripts that run spank_numabind.so on
 # the local cluster (tests/spank/*.sh, tests/fault/load_test.sh). Sets ROOT (the source
 # tree), CL (cluster.sh), GEN (gen_topology.py), SO_SRC (the plugin: $1 or the build's), and
-# checks what every such test needs: root, the listed tools, the plugin file.
+# checks what every such test needs: root, the listed tools, the plugin file and the step
+# engine beside it (numabind_stepd.so). install_plugin DIR copies both into DIR.
 #   . "$(dirname "$0")/../slurm/plugin_test_env.sh" "${1:-}" TOOL...
 # Exit 77 (skipped) without root or a tool, 1 without the plugin.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -13,4 +14,12 @@ skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (starts slurmctld/slurmd)"
 for t in slurmd slurmctld munged python3 "$@"; do command -v "$t" >/dev/null || skip "$t not found"; done
 [ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found (build target spank_numabind)"; exit 1; }
+ENGINE_SRC=$(dirname "$SO_SRC")/numabind_stepd.so
+[ -f "$ENGINE_SRC" ] || { echo "step engine $ENGINE_SRC not found beside the plugin (build target numabind_stepd)"; exit 1; }
+# A private copy of both (readable by slurmstepd and the job user wherever the build is;
+# rebuilds during the run do not matter).
+install_plugin() {
+  cp "$SO_SRC" "$1/spank_numabind.so" && cp "$ENGINE_SRC" "$1/numabind_stepd.so" &&
+    chmod 0755 "$1/spank_numabind.so" "$1/numabind_stepd.so"
+}
 [ -x "$CL" ] && [ -f "$GEN" ] || { echo "$CL or $GEN missing"; exit 1; }

@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-cp "$SO_SRC" "$D/spank_numabind.so"; cp "$HERE/report.sh" "$D/report.sh"
+install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"
 for h in SLOW FAKE; do
   cc -shared -fPIC -O1 -DHELPER_$h -o "$D/helper_$h.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
 done

@@ -36,7 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------------ fixtures
-cp "$SO_SRC" "$D/spank_numabind.so"   # readable by slurmstepd and the job user wherever the build is
+install_plugin "$D"
 cp "$HERE/report.sh" "$D/report.sh"
 chmod 0755 "$D/spank_numabind.so" "$D/report.sh"
 mkdir -p "$D/topo"
@@ -348,6 +348,38 @@ if case_on fallback; then
   plug "topology=$D/topo/missing-%n.xml fallback=fail"
   tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node
   check_grep "fallback=fail, missing topology file: error names the file" "numabind: error: .*missing-n1.xml" "$D/err"
+fi
+
+# ------------------------------------------------------------------ the step engine beside the plugin
+# The front (spank_numabind.so) loads numabind_stepd.so only for steps that bind: without it a
+# step that does not bind is untouched, a step that binds follows fallback= and says why once.
+if case_on engine; then
+  mv "$D/numabind_stepd.so" "$D/numabind_stepd.so.away"
+  plug "topology=$ONE"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  check "engine missing, nothing asked: tasks run as Slurm placed them, nothing said" \
+    "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"$'\n'"$(cat "$D/err")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
+  check "engine missing, --numa-binding=none: NUMABIND_MODE=none, nothing said" \
+    "0"$'\n'"$(want 0:none 1:none)"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(cat "$D/err")"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check "engine missing, fallback=warn: tasks run unbound (NUMABIND_MODE=none)" \
+    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
+  check "engine missing, fallback=warn: one warning per step naming the missing file" 1 \
+    "$(grep -c "^numabind: warning: node n1: cannot find the step engine $D/numabind_stepd.so: .*running unbound (fallback=warn)" "$D/err")"
+  plug "topology=$ONE fallback=fail"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check "engine missing, fallback=fail: srun fails, no task ran" "failed,0" \
+    "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
+  check_grep "engine missing, fallback=fail: the error names the file" "numabind: error: node n1: cannot find the step engine .*numabind_stepd.so" "$D/err"
+  mv "$D/numabind_stepd.so.away" "$D/numabind_stepd.so"
+  chmod 0777 "$D/numabind_stepd.so"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check_grep "engine writable by others: not loaded, said why" "numabind: error: .*numabind_stepd.so is writable by group or others" "$D/err"
+  chmod 0755 "$D/numabind_stepd.so"
+  plug "topology=$ONE"
+  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check "engine back: the step binds again" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ no topology=: live discovery + per-boot cache
