@@ -17,7 +17,7 @@ extern "C" {
 #include "messages.hpp"
 #include "node_share.hpp"
 #include "numabind/accelerators.hpp"
-#include "numabind/hwloc_topology.hpp"
+#include "numabind/topology.hpp"
 
 namespace numabind::spank {
 
@@ -34,7 +34,7 @@ struct State {
 
     // slurmstepd, decided once per step before the tasks fork (they inherit it).
     bool ours = false;               // a step the plugin handles (not extern; batch only with batch_step)
-    bool active = false;             // bind this step's tasks: set only once `topo` is loaded
+    bool active = false;             // bind this step's tasks: set only once `model` is loaded
     bool explicit_choice = false;    // --numa-binding given (not the site default)
     bool explicit_none = false;      // --numa-binding=none: export NUMABIND_MODE=none only
     std::string skipped_reason;      // why a site default was not applied (for verbose)
@@ -47,7 +47,8 @@ struct State {
     // own SLURM_STEP_GPUS is later narrowed to its GPUs under --gpus-per-task).
     std::optional<std::string> step_gpus;
     double prepare_us = 0;           // topology load time, for the verbose line
-    std::unique_ptr<HwlocTopology> topo;
+    Topology model;                  // the node (no hwloc topology is kept: see stepd_prepare)
+    std::string model_source;        // where it came from, for messages
     std::vector<Accelerator> accelerators;
     std::vector<std::string> device_files;  // per accelerator; all known or none
     NodeShare share;                        // created before the tasks fork

@@ -19,6 +19,7 @@
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
 #include "numabind/plan.hpp"
+#include "numabind/process_allowed.hpp"
 #include "numabind/report.hpp"
 #include "numabind/topology_cache.hpp"
 #include "numabind/visible.hpp"
@@ -115,7 +116,7 @@ int stepd_prepare(spank_t sp) {
     st.step_gpus.reset();
     st.skipped_reason.clear();
     st.prepare_error.clear();
-    st.topo.reset();
+    st.model = Topology{};
     st.accelerators.clear();
     st.device_files.clear();
     st.share.destroy();
@@ -156,22 +157,19 @@ int stepd_prepare(spank_t sp) {
     st.step_gpus = job_getenv(sp, job_level ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
     const auto t0 = std::chrono::steady_clock::now();
     try {
-        std::unique_ptr<HwlocTopology> topo;
-        if (!st.site.topology.empty()) {
-            topo = std::make_unique<HwlocTopology>(
-                LoadOptions{expand_path(st.site.topology, st.node_name, short_hostname()), true});
-        } else {
-            // This machine: the per-boot cache (/run/numabind, written here as root on the
-            // first step after boot) instead of a live discovery on every step.
-            CacheOutcome cache;
-            topo = load_this_machine({}, &cache);
-            // A lasting cache problem costs every step a live discovery: said once per boot.
-            if (cache.should_report)
-                log_info("topology cache " + std::string(to_string(cache.result)) + " (" + cache.path + "): " +
-                         cache.detail + "; every step discovers the node live until this is fixed");
-        }
-        if (!topo) throw Error("no topology loaded");
-        std::vector<Accelerator> accs = find_accelerators(topo->model(), st.site.matcher);
+        // The node model from the per-boot model cache (/run/numabind, written here as root
+        // by the first step that misses it), else from hwloc, which is then not kept: a step
+        // that hits the cache never initialises hwloc, and none keeps hwloc's plugins mapped
+        // while slurmstepd forks the tasks (each fork copies every mapping).
+        const std::string xml =
+            st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
+        ModelOutcome cache;
+        LoadedModel loaded = load_node_model(xml, {}, &cache);
+        // A lasting topology cache problem costs every step a live discovery: said once per boot.
+        if (cache.topology.should_report)
+            log_info("topology cache " + std::string(to_string(cache.topology.result)) + " (" + cache.topology.path +
+                     "): " + cache.topology.detail + "; every step discovers the node live until this is fixed");
+        std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
         std::vector<std::string> files;
         if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it
             if (st.site.device_files.size() != accs.size())
@@ -186,10 +184,11 @@ int stepd_prepare(spank_t sp) {
         }
         st.accelerators = std::move(accs);
         st.device_files = std::move(files);
-        st.topo = std::move(topo);
+        st.model = std::move(loaded.model);
+        st.model_source = std::move(loaded.source);
         st.active = true;  // only now: task_init never meets an active step without a topology
     } catch (const std::exception& e) {
-        st.topo.reset();
+        st.model = Topology{};
         st.accelerators.clear();
         st.device_files.clear();
         st.prepare_error = e.what();
@@ -216,7 +215,7 @@ int task_init(spank_t sp, State& st) {
             task_stderr(node_label(st) + ": " + st.skipped_reason);
         return 0;
     }
-    if (!st.topo) return give_up(sp, st, node_label(st), "internal error: no topology for an active step");
+    if (st.model.cores.empty()) return give_up(sp, st, node_label(st), "internal error: no topology for an active step");
     if (st.accelerators.empty())
         return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
                               "devices=class=0x0302)");
@@ -246,10 +245,10 @@ int task_init(spank_t sp, State& st) {
     }
     // The step's cpuset as this task sees it: the others' sets are not needed for it, so it is
     // read before waiting, off the path that the last-arriving task sets for everyone.
-    HwlocTopology::Allowed allowed;
+    AllowedSets allowed;
     std::string allowed_error;
     try {
-        allowed = st.topo->allowed();  // the step's cpuset, not Slurm's affinity
+        allowed = allowed_in(st.model, kernel_allowed(), st.model_source);  // the step's cpuset, not Slurm's affinity
     } catch (const std::exception& e) {
         allowed_error = e.what();
     }
@@ -281,7 +280,7 @@ int task_init(spank_t sp, State& st) {
             req.per_task_devices = nd.per_task;
             req.allowed_cpus = std::move(allowed.cpus);
             req.allowed_mems = std::move(allowed.mems);
-            NodePlan plan = plan_node(st.topo->model(), st.accelerators, req);
+            NodePlan plan = plan_node(st.model, st.accelerators, req);
             task = plan.tasks.at(static_cast<size_t>(id.rank));
             for (const std::string& w : plan.warnings) task.warnings.push_back(w);
             // The device pointer must outlive `plan`: point it into our own accelerator list.
@@ -359,7 +358,7 @@ void stepd_exit() {
     st.share.destroy();
     st.accelerators.clear();
     st.device_files.clear();
-    st.topo.reset();
+    st.model = Topology{};
 }
 
 }  // namespace numabind::spank

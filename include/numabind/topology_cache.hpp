@@ -72,4 +72,29 @@ std::unique_ptr<HwlocTopology> load_this_machine(const TopologyCacheOptions& opt
 // also when an HWLOC_* variable that bypasses the cache is set.
 std::string write_topology_cache(const TopologyCacheOptions& options = {});
 
+// The step engine's node model (the planner's Topology, not hwloc's), cached beside the
+// topology cache as options.dir/model-<hash of the key>.txt (model_text.hpp, after a line with the key and one with the source) under the same trust and write
+// rules, so that a step that finds it never initialises hwloc (whose plugins, kept mapped,
+// would make every fork of a task dearer). The key: a format tag, then for this machine
+// (`xml_path` empty) topology_cache_key(), for an hwloc XML file its path, device, inode,
+// size, modification and change times, hwloc's version and the keyable HWLOC_* variables.
+// No key (""), so no cache, while an HWLOC_* variable that bypasses the topology cache is set.
+std::string node_model_key(const std::string& xml_path);
+
+struct ModelOutcome {
+    bool hit = false;
+    std::string path;       // the model cache file looked up ("" without a key)
+    std::string detail;     // why it was not used or not written
+    CacheOutcome topology;  // this machine, on a miss: the topology cache's own outcome
+};
+struct LoadedModel {
+    Topology model;
+    std::string source;  // HwlocTopology::source() of the topology it was built from
+};
+// From a trusted model cache file with this key, else from hwloc (this machine through
+// load_this_machine, or the XML file, as this system) without keeping the hwloc topology,
+// writing the model cache when euid is 0 and options.write. Throws Error when hwloc fails.
+LoadedModel load_node_model(const std::string& xml_path, const TopologyCacheOptions& options = {},
+                            ModelOutcome* outcome = nullptr);
+
 }  // namespace numabind

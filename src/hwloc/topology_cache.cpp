@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "numabind/error.hpp"
+#include "numabind/model_text.hpp"
 
 extern char** environ;
 
@@ -194,19 +195,18 @@ void prepare_dir(const TopologyCacheOptions& o) {
         throw Error("cache directory '" + o.dir + "' is not a root-owned directory closed to group/other writes");
 }
 
-std::string write_from(const HwlocTopology& live, const TopologyCacheOptions& o, const std::string& key) {
+// Writes `content` to `path` inside o.dir atomically (temporary file + rename), mode 0644.
+void write_atomic(const TopologyCacheOptions& o, const std::string& path, const std::string& content) {
     if (geteuid() != 0) throw Error("only root writes the topology cache");
     prepare_dir(o);
-    const std::string path = topology_cache_path(o, key);
-    const std::string xml = live.export_xml({{kInfoName, key}});
     remove_stale_temporaries(o.dir);
     std::string tmp = o.dir + "/" + kTempPrefix + "XXXXXX";
     int fd = mkstemp(&tmp[0]);
     if (fd < 0) throw Error(sys_error("cannot create a temporary file in", o.dir));
     bool ok = fchmod(fd, 0644) == 0;
     size_t done = 0;
-    while (ok && done < xml.size()) {
-        ssize_t n = write(fd, xml.data() + done, xml.size() - done);
+    while (ok && done < content.size()) {
+        ssize_t n = write(fd, content.data() + done, content.size() - done);
         if (n <= 0) ok = false;
         else done += static_cast<size_t>(n);
     }
@@ -216,6 +216,12 @@ std::string write_from(const HwlocTopology& live, const TopologyCacheOptions& o,
         unlink(tmp.c_str());
         throw Error(err);
     }
+}
+
+std::string write_from(const HwlocTopology& live, const TopologyCacheOptions& o, const std::string& key) {
+    if (geteuid() != 0) throw Error("only root writes the topology cache");
+    const std::string path = topology_cache_path(o, key);
+    write_atomic(o, path, live.export_xml({{kInfoName, key}}));
     // Files of other keys (previous boots, other hwloc versions) are dead: remove them.
     if (DIR* d = opendir(o.dir.c_str())) {
         const std::string mine = path.substr(path.rfind('/') + 1);
@@ -379,6 +385,75 @@ std::string write_topology_cache(const TopologyCacheOptions& options) {
     const std::string key = topology_cache_key();
     HwlocTopology live(LoadOptions{});
     return write_from(live, options, key);
+}
+
+// ---------------------------------------------------------------- the node model cache
+
+namespace {
+
+// The key of an hwloc XML file: what it is (path, device, inode) and which version of it
+// (size, modification and change times, to the nanosecond).
+std::string xml_file_key(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return {};
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " dev %llx ino %llu size %lld mtime %lld.%09ld ctime %lld.%09ld",
+                  static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
+                  static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec,
+                  static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
+    return "xml " + path + buf + "; hwloc " + HWLOC_VERSION + "; env " + hwloc_environment().key;
+}
+
+}  // namespace
+
+std::string node_model_key(const std::string& xml_path) {
+    if (!hwloc_environment().bypass.empty()) return {};
+    const std::string what = xml_path.empty() ? topology_cache_key() : xml_file_key(xml_path);
+    if (what.empty() || what.find('\n') != std::string::npos) return {};
+    return "numabind-model 1; " + what;
+}
+
+LoadedModel load_node_model(const std::string& xml_path, const TopologyCacheOptions& options, ModelOutcome* outcome) {
+    ModelOutcome local;
+    ModelOutcome& out = outcome ? *outcome : local;
+    out = ModelOutcome{};
+    const std::string key = node_model_key(xml_path);
+    if (!key.empty()) {
+        out.path = options.dir + "/model-" + hex64(fnv1a(key)) + ".txt";
+        std::string why;
+        const std::string text = read_trusted(options, out.path, why);
+        // key, source, model: one line each
+        const size_t a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
+        if (b != std::string::npos && text.compare(0, a, key) == 0 && a == key.size()) {
+            try {
+                LoadedModel m{model_from_text(std::string_view(text).substr(b + 1)), text.substr(a + 1, b - a - 1)};
+                out.hit = true;
+                return m;
+            } catch (const std::exception& e) {
+                out.detail = "model cache '" + out.path + "' unusable (" + e.what() + ")";
+            }
+        } else {
+            out.detail = text.empty() ? why : "model cache '" + out.path + "' belongs to another key; ignored";
+        }
+    }
+    LoadedModel m;
+    {
+        // hwloc only here, and not kept: with no topology left alive hwloc unloads its
+        // plugins, so the process (slurmstepd, before it forks the tasks) is as small as before.
+        std::unique_ptr<HwlocTopology> topo = xml_path.empty()
+                                                  ? load_this_machine(options, &out.topology)
+                                                  : std::make_unique<HwlocTopology>(LoadOptions{xml_path, true});
+        m.model = topo->model();
+        m.source = topo->source();
+    }
+    if (!key.empty() && options.write && geteuid() == 0 && m.source.find('\n') == std::string::npos) {
+        try {
+            write_atomic(options, out.path, key + "\n" + m.source + "\n" + model_to_text(m.model));
+        } catch (const std::exception& e) {
+            out.detail += (out.detail.empty() ? "" : "; ") + std::string(e.what());
+        }
+    }
+    return m;
 }
 
 }  // namespace numabind

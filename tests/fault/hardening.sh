@@ -26,7 +26,7 @@ harden() {  # FILE LABEL [FORTIFY_WITNESS]
   if grep GNU_STACK <<<"$prog" | grep -q 'RWE'; then bad "$what: executable stack"; else ok "$what: non-executable stack"; fi
   if grep -q '__stack_chk_fail' <<<"$syms"; then ok "$what: stack protector"; else bad "$what: __stack_chk_fail not referenced (no -fstack-protector)"; fi
   if grep -qE '__[a-z_]+_chk(@|$)' <<<"$syms"; then ok "$what: FORTIFY_SOURCE"
-  elif [ -n "$witness" ] && nm -D "$witness" | grep -qE '__[a-z_]+_chk(@|$)'; then
+  elif [ -n "$witness" ] && grep -qE '__[a-z_]+_chk(@|$)' <<<"$(nm -D "$witness")"; then
     ok "$what: FORTIFY_SOURCE (no call left to check at run time; $(basename "$witness"), same flags, references *_chk)"
   else bad "$what: no *_chk function referenced (no _FORTIFY_SOURCE)"; fi
   if readelf -sW "$f" | grep -q '__asan_init'; then echo "note - $what is an ASan build"; fi

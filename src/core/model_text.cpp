@@ -1,0 +1,187 @@
+// The node model as text: see model_text.hpp.
+#include "numabind/model_text.hpp"
+
+#include <charconv>
+#include <vector>
+
+#include "numabind/error.hpp"
+
+namespace numabind {
+
+namespace {
+
+constexpr std::string_view kHeader = "numabind-model 1";
+
+std::string set_text(const IdSet& s) { return s.empty() ? "-" : s.to_string(); }
+
+// One line, whitespace in free text (names, subtypes) folded so that it stays one line.
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (c == '\n' || c == '\r') c = ' ';
+    return s;
+}
+
+std::string devices_text(const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& d : v) out += (out.empty() ? "" : ",") + d;
+    return out.empty() ? "-" : out;
+}
+
+// Fields of one line: `n` words, then (with rest) what is left of the line.
+struct Line {
+    std::string_view text;
+    size_t pos = 0;
+    int number;
+
+    std::string_view word() {
+        while (pos < text.size() && text[pos] == ' ') ++pos;
+        const size_t start = pos;
+        while (pos < text.size() && text[pos] != ' ') ++pos;
+        if (start == pos) fail("a field is missing");
+        return text.substr(start, pos - start);
+    }
+    std::string_view rest() {
+        if (pos < text.size() && text[pos] == ' ') ++pos;
+        std::string_view r = text.substr(pos);
+        pos = text.size();
+        return r;
+    }
+    int integer() {
+        const std::string_view w = word();
+        long v = 0;
+        auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
+        if (ec != std::errc() || end != w.data() + w.size() || v < -1 || v > (1 << 30))
+            fail("'" + std::string(w) + "' is not a number");
+        return static_cast<int>(v);
+    }
+    IdSet set() {
+        const std::string_view w = word();
+        if (w == "-") return {};
+        try {
+            return IdSet::parse(w);
+        } catch (const Error&) {
+            fail("'" + std::string(w) + "' is not a CPU/node list");
+        }
+        return {};
+    }
+    void end() {
+        while (pos < text.size() && text[pos] == ' ') ++pos;
+        if (pos != text.size()) fail("unexpected text at the end");
+    }
+    [[noreturn]] void fail(const std::string& why) const {
+        throw Error("model cache line " + std::to_string(number) + ": " + why);
+    }
+};
+
+uint16_t u16(Line& l) {
+    const int v = l.integer();
+    if (v < 0 || v > 0xffff) l.fail("value out of range");
+    return static_cast<uint16_t>(v);
+}
+
+}  // namespace
+
+std::string model_to_text(const Topology& m) {
+    std::string out = std::string(kHeader) + "\ncache_level " + one_line(m.cache_level_name) + "\n";
+    for (const Core& c : m.cores)
+        out += "core " + set_text(c.pus) + " " + std::to_string(c.l3) + " " + std::to_string(c.package) + "\n";
+    for (const CacheGroup& g : m.l3_groups) out += "l3 " + set_text(g.pus) + "\n";
+    for (const Package& p : m.packages) out += "package " + std::to_string(p.os_index) + " " + set_text(p.pus) + "\n";
+    for (const NumaNode& n : m.numa_nodes)
+        out += "numa " + std::to_string(n.os_index) + " " + set_text(n.pus) + " " + set_text(n.locality) + " " +
+               one_line(n.subtype) + "\n";
+    for (const PciDevice& d : m.pci_devices)
+        out += "pci " + d.address + " " + std::to_string(d.vendor) + " " + std::to_string(d.device) + " " +
+               std::to_string(d.class_id) + " " + (d.machine_level ? "1" : "0") + " " + std::to_string(d.l3) + " " +
+               set_text(d.locality) + " " + devices_text(d.os_devices) + " " + one_line(d.name) + "\n";
+    for (const auto& [from_to, d] : m.distances)
+        out += "distance " + std::to_string(from_to.first) + " " + std::to_string(from_to.second) + " " +
+               std::to_string(d) + "\n";
+    return out;
+}
+
+Topology model_from_text(std::string_view text) {
+    Topology m;
+    int number = 0;
+    bool header = false;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t eol = text.find('\n', start);
+        if (eol == std::string_view::npos) eol = text.size();
+        Line l{text.substr(start, eol - start), 0, ++number};
+        start = eol + 1;
+        if (!header) {
+            if (l.text != kHeader) l.fail("not a numabind model (expected '" + std::string(kHeader) + "')");
+            header = true;
+            continue;
+        }
+        const std::string_view kind = l.word();
+        if (kind == "cache_level") {
+            m.cache_level_name = std::string(l.rest());
+        } else if (kind == "core") {
+            Core c;
+            c.pus = l.set();
+            c.l3 = l.integer();
+            c.package = l.integer();
+            l.end();
+            m.cores.push_back(std::move(c));
+        } else if (kind == "l3") {
+            m.l3_groups.push_back({l.set()});
+            l.end();
+        } else if (kind == "package") {
+            Package p;
+            p.os_index = l.integer();
+            p.pus = l.set();
+            l.end();
+            m.packages.push_back(std::move(p));
+        } else if (kind == "numa") {
+            NumaNode n;
+            n.os_index = l.integer();
+            n.pus = l.set();
+            n.locality = l.set();
+            n.subtype = std::string(l.rest());
+            m.numa_nodes.push_back(std::move(n));
+        } else if (kind == "pci") {
+            PciDevice d;
+            d.address = std::string(l.word());
+            d.vendor = u16(l);
+            d.device = u16(l);
+            d.class_id = u16(l);
+            const int machine = l.integer();
+            if (machine != 0 && machine != 1) l.fail("machine level is neither 0 nor 1");
+            d.machine_level = machine == 1;
+            d.l3 = l.integer();
+            d.locality = l.set();
+            const std::string_view devs = l.word();
+            if (devs != "-") {
+                size_t s = 0;
+                while (s <= devs.size()) {
+                    size_t e = devs.find(',', s);
+                    if (e == std::string_view::npos) e = devs.size();
+                    if (e > s) d.os_devices.emplace_back(devs.substr(s, e - s));
+                    s = e + 1;
+                }
+            }
+            d.name = std::string(l.rest());
+            m.pci_devices.push_back(std::move(d));
+        } else if (kind == "distance") {
+            const int from = l.integer(), to = l.integer(), d = l.integer();
+            l.end();
+            m.distances[{from, to}] = d;
+        } else {
+            l.fail("unknown kind '" + std::string(kind) + "'");
+        }
+    }
+    if (!header) throw Error("model cache: empty");
+    if (m.cores.empty()) throw Error("model cache without cores");
+    // Indexes into the model's own vectors must hold: the planner indexes with them.
+    for (const Core& c : m.cores)
+        if (c.l3 >= static_cast<int>(m.l3_groups.size()) || c.package >= static_cast<int>(m.packages.size()))
+            throw Error("model cache: a core refers to an L3 group or package that is not there");
+    for (const PciDevice& p : m.pci_devices)
+        if (p.l3 >= static_cast<int>(m.l3_groups.size()))
+            throw Error("model cache: a PCI device refers to an L3 group that is not there");
+    return m;
+}
+
+}  // namespace numabind
