@@ -8,12 +8,36 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <fstream>
 #include <string>
 
 namespace numabind {
 
 namespace {
+
+// A small /proc or /sys file, whole ("" when it cannot be read). Plain read(2): the task
+// hook's hot path, where an ifstream would first build the C++ locale machinery.
+std::string read_text(const std::string& path) {
+    std::string out;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return out;
+    char buf[4096];
+    ssize_t n;
+    while (out.size() < (1u << 16) && (n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return out;
+}
+
+// Calls f(line) for each line of `text` until f returns true.
+template <typename F>
+void for_lines(const std::string& text, F&& f) {
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        if (f(text.substr(start, end - start))) return;
+        start = end + 1;
+    }
+}
 
 // "0000:17:00.0" as the kernel spells it (lower case, with domain).
 std::string kernel_pci_address(const std::string& pci) {
@@ -25,19 +49,18 @@ std::string kernel_pci_address(const std::string& pci) {
 
 // NVIDIA's driver names its GPU directories like the kernel, in lower case.
 std::string nvidia_device_file(const std::string& addr, const std::string& procfs) {
-    std::ifstream in(procfs + "/proc/driver/nvidia/gpus/" + addr + "/information");
-    std::string line;
-    while (std::getline(in, line)) {
+    std::string file;
+    for_lines(read_text(procfs + "/proc/driver/nvidia/gpus/" + addr + "/information"), [&](const std::string& line) {
         const std::string key = "Device Minor:";
-        if (line.compare(0, key.size(), key) != 0) continue;
+        if (line.compare(0, key.size(), key) != 0) return false;
         size_t i = key.size();
         while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
         size_t j = i;
         while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
-        if (j == i || j - i > 6) return "";
-        return "/dev/nvidia" + line.substr(i, j - i);
-    }
-    return "";
+        if (j > i && j - i <= 6) file = "/dev/nvidia" + line.substr(i, j - i);
+        return true;
+    });
+    return file;
 }
 
 std::string drm_render_file(const std::string& addr, const std::string& sysfs) {
@@ -95,21 +118,19 @@ DeviceProbe probe_device_file(const std::string& path) {
 namespace numabind {
 
 std::optional<bool> devices_constrained() {
-    std::ifstream self("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(self, line)) {
+    std::optional<bool> result;
+    for_lines(read_text("/proc/self/cgroup"), [&](const std::string& line) {
         // "4:devices:/slurm/uid_0/job_12/step_0/task_1"
         const size_t a = line.find(':');
         const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-        if (b == std::string::npos) continue;
+        if (b == std::string::npos) return false;
         const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
-        if (controllers.find(",devices,") == std::string::npos) continue;
-        std::ifstream list("/sys/fs/cgroup/devices" + line.substr(b + 1) + "/devices.list");
-        std::string entry;
-        if (!std::getline(list, entry)) return std::nullopt;
-        return entry != "a *:* rwm";
-    }
-    return std::nullopt;
+        if (controllers.find(",devices,") == std::string::npos) return false;
+        const std::string list = read_text("/sys/fs/cgroup/devices" + line.substr(b + 1) + "/devices.list");
+        if (!list.empty()) result = list.substr(0, list.find('\n')) != "a *:* rwm";
+        return true;
+    });
+    return result;
 }
 
 }  // namespace numabind
