@@ -392,16 +392,23 @@ if case_on cache; then
     echo "skip - cache: this machine has no Ethernet PCI function to stand in for a GPU"
   else
     before=$(ls /run/numabind/topology-*.xml 2>/dev/null)
+    # The step engine's model cache (model-*.txt) would spare the step hwloc altogether: start
+    # without one, as the first step after a boot does (the files are rebuilt on demand).
+    rm -f /run/numabind/model-*.txt
     plug "devices=class=0x0200 fallback=fail"
     tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*device 0 \\($NIC\\)" "$D/err"
     cache=$(ls /run/numabind/topology-*.xml 2>/dev/null | head -n1)
     check "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
       "$( [ -n "$cache" ] && stat -c %U:%a "$cache"):$(stat -c %U:%a /run/numabind 2>/dev/null)"
+    model=$(ls /run/numabind/model-*.txt 2>/dev/null | head -n1)
+    check "first step wrote the model cache, root-owned 0644" "root:644" "$( [ -n "$model" ] && stat -c %U:%a "$model")"
     mtime=$( [ -n "$cache" ] && stat -c %Y.%y "$cache")
+    model_mtime=$( [ -n "$model" ] && stat -c %Y.%y "$model")
     tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
       "$RC:$(col "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
+    check "second step reads the model cache (not rewritten)" "$model_mtime" "$( [ -n "$model" ] && stat -c %Y.%y "$model")"
     [ -z "$before" ] && rm -f /run/numabind/topology-*.xml
   fi
 fi
