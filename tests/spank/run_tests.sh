@@ -117,6 +117,11 @@ col() {  # KEY -> that field of every R line, "rank:value" per line
     print r ":" v }' "$1"
 }
 mc() { paste -d: <(col "$1" mode) <(col "$1" cpus | cut -d: -f2); }  # "rank:mode:cpus"
+# Two tasks that ran (rc 0) as Slurm placed them ($BASE), without NUMABIND_*, nothing said.
+check_untouched() {
+  check "$1" "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' \
+    "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"$'\n'"$(cat "$D/err")"
+}
 want() {  # "0:x" "1:y" ... -> lines
   printf '%s\n' "$@"
 }
@@ -323,8 +328,7 @@ fi
 if case_on fallback; then
   plug "topology=$NOGPU default=node"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
-  check "site default, no GPU in topology: tasks run (rc 0) untouched, no NUMABIND_*, nothing said" \
-    "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"$'\n'"$(cat "$D/err")"
+  check_untouched "site default, no GPU in topology: tasks run (rc 0) untouched, no NUMABIND_*, nothing said"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check "fallback=warn (default), explicit mode, no GPU in topology: unbound, NUMABIND_MODE=none" \
     "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
@@ -357,8 +361,7 @@ if case_on engine; then
   mv "$D/numabind_stepd.so" "$D/numabind_stepd.so.away"
   plug "topology=$ONE"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
-  check "engine missing, nothing asked: tasks run as Slurm placed them, nothing said" \
-    "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"$'\n'"$(cat "$D/err")"
+  check_untouched "engine missing, nothing asked: tasks run as Slurm placed them, nothing said"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
   check "engine missing, --numa-binding=none: NUMABIND_MODE=none, nothing said" \
     "0"$'\n'"$(want 0:none 1:none)"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(cat "$D/err")"
