@@ -11,6 +11,11 @@
 // (no connection attempt — PMIx v4 would otherwise start a singleton). The PMIx calls
 // run in a forked child that the parent kills after NUMABIND_PMIX_TIMEOUT seconds
 // (default 10); PMIx_Get also carries PMIX_TIMEOUT.
+//
+// Then the node's ranks wait for each other's queries to end (query_barrier.hpp): a query
+// connection that closes while another rank's program fences in MPI_Init hangs that
+// program on PMIx servers up to 5.0.x. NUMABIND_PMIX_WAIT=0 skips the wait (an MPMD job
+// whose other programs do not run numabind waits NUMABIND_PMIX_TIMEOUT for them otherwise).
 #include <fcntl.h>
 #include <poll.h>
 #include <pmix.h>
@@ -27,6 +32,7 @@
 #include <cstring>
 #include <string>
 
+#include "query_barrier.hpp"
 #include "rank_source.hpp"
 
 extern char** environ;
@@ -185,6 +191,28 @@ long long now_ms() {
     return static_cast<long long>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
+// The wait for the node's other queries; returns what --verbose says of it ("" when none).
+std::string wait_for_the_node(int local_size, int timeout) {
+    const char* wait = std::getenv("NUMABIND_PMIX_WAIT");
+    if (wait && std::strcmp(wait, "0") == 0) return "no wait for the node's queries (NUMABIND_PMIX_WAIT=0), ";
+    if (local_size < 2) return "";
+    const char* ns = std::getenv("PMIX_NAMESPACE");  // present: server_in_environment checked it
+    BarrierOutcome b = wait_for_local_queries(barrier_base_directory(), ns ? ns : "", local_size,
+                                              static_cast<long long>(timeout) * 1000);
+    if (b.complete)
+        return "the node's " + std::to_string(local_size) + " queries done after " + std::to_string(b.waited_ms) +
+               " ms, ";
+    std::string why = !b.error.empty() ? b.error
+                                       : std::to_string(b.arrived) + " of " + std::to_string(local_size) +
+                                             " local ranks finished their PMIx query within " +
+                                             std::to_string(timeout) + " s (NUMABIND_PMIX_TIMEOUT)";
+    std::fprintf(stderr,
+                 "numabind: warning: not waiting for the node's other PMIx queries: %s; an MPI program may hang "
+                 "in MPI_Init on PMIx servers up to 5.0.x (docs/MPI.md)\n",
+                 why.c_str());
+    return "the node's queries not awaited, ";
+}
+
 }  // namespace
 
 bool pmix_available() { return true; }
@@ -275,7 +303,7 @@ std::optional<LocalRank> pmix_local_rank(std::string& error) {
     }
     LocalRank lr;
     lr.rank = r.rank;
-    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ", " + gds + ")";
+    lr.source = std::string("PMIx PMIX_LOCAL_RANK (") + r.message + ", " + wait_for_the_node(r.size, timeout) + gds + ")";
     if (r.size > 0) {
         lr.size = r.size;
         lr.size_source = r.size_from_peers ? "PMIx PMIX_LOCAL_PEERS" : "PMIx PMIX_LOCAL_SIZE";
