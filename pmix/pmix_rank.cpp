@@ -25,12 +25,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "query_barrier.hpp"
 #include "rank_source.hpp"
@@ -196,8 +198,17 @@ std::string wait_for_the_node(int local_size, int timeout) {
     const char* wait = std::getenv("NUMABIND_PMIX_WAIT");
     if (wait && std::strcmp(wait, "0") == 0) return "no wait for the node's queries (NUMABIND_PMIX_WAIT=0), ";
     if (local_size < 2) return "";
+    // The ranks to wait for: this namespace's ranks served by the same PMIx server (same
+    // PMIX_SERVER_URI* values). The namespace alone is not enough where several of the job's
+    // "nodes" share one host and its /dev/shm (Slurm's multiple-slurmd setups, containers).
     const char* ns = std::getenv("PMIX_NAMESPACE");  // present: server_in_environment checked it
-    BarrierOutcome b = wait_for_local_queries(barrier_base_directory(), ns ? ns : "", local_size,
+    std::string key = ns ? ns : "";
+    std::vector<std::string> uris;
+    for (char** e = environ; e && *e; ++e)
+        if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0) uris.emplace_back(*e);
+    std::sort(uris.begin(), uris.end());
+    for (const std::string& u : uris) key += "\n" + u;
+    BarrierOutcome b = wait_for_local_queries(barrier_base_directory(), key, local_size,
                                               static_cast<long long>(timeout) * 1000);
     if (b.complete)
         return "the node's " + std::to_string(local_size) + " queries done after " + std::to_string(b.waited_ms) +

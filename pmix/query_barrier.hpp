@@ -23,7 +23,8 @@ struct BarrierOutcome {
 // Slurm's job_container/tmpfs), else $TMPDIR, else /tmp.
 std::string barrier_base_directory();
 
-// Marks this process as arrived in <base>/numabind-pmix-<uid>-<hash of key> and waits until
+// Marks this process as arrived in <base>/numabind-pmix-<uid>-<hash of key> (key: the namespace
+// and the PMIx server's address, which tell one node's ranks apart) and waits until
 // `expected` processes have, or `timeout_ms` passed. The directory must be ours (owner, no
 // group/other write, not a symlink). The last process through removes the files.
 BarrierOutcome wait_for_local_queries(const std::string& base, const std::string& key, int expected,
