@@ -54,11 +54,17 @@ struct Reply {
     char message[200] = {};  // error, or the namespace/rank on success
 };
 
+// The PMIX_SERVER_URI* variables ("NAME=value"), sorted: they name the rank's PMIx server.
+std::vector<std::string> server_uri_variables() {
+    std::vector<std::string> uris;
+    for (char** e = environ; e && *e; ++e)
+        if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0) uris.emplace_back(*e);
+    std::sort(uris.begin(), uris.end());
+    return uris;
+}
+
 bool server_in_environment(std::string& why) {
-    bool have_uri = false;
-    for (char** e = environ; e && *e; ++e) {
-        if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0) have_uri = true;
-    }
+    const bool have_uri = !server_uri_variables().empty();
     const bool have_ns = std::getenv("PMIX_NAMESPACE") != nullptr;
     if (have_uri && have_ns) return true;
     why = std::string("no PMIx server to ask: ") +
@@ -203,11 +209,7 @@ std::string wait_for_the_node(int local_size, int timeout) {
     // "nodes" share one host and its /dev/shm (Slurm's multiple-slurmd setups, containers).
     const char* ns = std::getenv("PMIX_NAMESPACE");  // present: server_in_environment checked it
     std::string key = ns ? ns : "";
-    std::vector<std::string> uris;
-    for (char** e = environ; e && *e; ++e)
-        if (std::strncmp(*e, "PMIX_SERVER_URI", 15) == 0) uris.emplace_back(*e);
-    std::sort(uris.begin(), uris.end());
-    for (const std::string& u : uris) key += "\n" + u;
+    for (const std::string& u : server_uri_variables()) key += "\n" + u;
     BarrierOutcome b = wait_for_local_queries(barrier_base_directory(), key, local_size,
                                               static_cast<long long>(timeout) * 1000);
     if (b.complete)
