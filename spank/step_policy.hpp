@@ -53,6 +53,10 @@ struct StepDecision {
 
 StepDecision decide_step(const SiteConfig& site, const StepFacts& facts);
 
+// A step that fails as a whole: the task that says why speaks first; the others wait this
+// long before failing, so that srun shows the cause before Slurm's per-task lines.
+inline constexpr unsigned kCauseFirstUs = 50000;
+
 // What the front hands the step engine for a step that binds (stepd_api.h): the plugstack
 // arguments as the front parsed them and the decision. Both modules come from one build
 // (the front checks), so the engine reads this struct as it is.

@@ -64,6 +64,7 @@ int give_up(spank_t sp, State& st, const std::string& who, const std::string& wh
     const bool say = per_task || st.share.claim(NodeShare::Once::Failure);
     if (st.site.fallback == Fallback::Fail) {
         if (say) log_error(who + ": " + why + " (fallback=fail)");
+        else if (!per_task) usleep(kCauseFirstUs);  // Slurm's own failure lines after the cause
         return -1;
     }
     clear_variables(sp, true);
@@ -364,7 +365,7 @@ int task_init(spank_t sp, State& st) {
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
         std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
-        if (task.device) line += " (NUMA " + join(task.device->home_nodes) + ")";
+        if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
         line += ", CPUs " + task.cpus.to_string() + ", memory ";
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
                                                                  : to_string(task.mem) + " " + join(task.mems);
