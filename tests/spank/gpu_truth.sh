@@ -370,7 +370,7 @@ check "nested srun with a typed --cpu-bind=none: respected" "unset" "$(col "$D/o
 if command -v script >/dev/null; then
   NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 script -qec "srun -s -n1 --gpus=1 --pty $D/report.sh pty" /dev/null \
     >"$D/out.raw" 2>"$D/err"
-  tr -d '\r' <"$D/out.raw" | grep '^R pty' >"$D/out"
+  tr -d '\r\000' <"$D/out.raw" | grep '^R pty' >"$D/out"  # the pty may start with a NUL byte
   check "srun --pty shell under default=node: not bound, like the interactive step" "unset" "$(col "$D/out" mode)"
 fi
 # item 5 and 7: a broken install (engine missing) never touches a CPU-only step, and a GPU

@@ -220,7 +220,8 @@ if case_on verbose; then
   tasks "${N1[@]}" -n2 --gpus-per-node=2
   check "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
   plug "topology=$ONE"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  # -Q: srun's own "job queued" notes when the previous job is still being cleaned up
+  tasks "${N1[@]}" -Q -n2 --gpus-per-node=2 --numa-binding=node
   check "without verbose: nothing on stderr" "" "$(cat "$D/err")"
 fi
 
