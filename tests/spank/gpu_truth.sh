@@ -368,10 +368,15 @@ grep '^R nested' "$D/out.raw" >"$D/out"
 check "nested srun with a typed --cpu-bind=none: respected" "unset" "$(col "$D/out" mode)"
 # item 6: the srun --pty shell is a shell like salloc's interactive step (batch_step= rule)
 if command -v script >/dev/null; then
-  NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 script -qec "srun -s -n1 --gpus=1 --pty $D/report.sh pty" /dev/null \
-    >"$D/out.raw" 2>"$D/err"
-  tr -d '\r\000' <"$D/out.raw" | grep '^R pty' >"$D/out"  # the pty may start with a NUL byte
+  pty() {  # srun --pty ARGS...: R lines of tag pty in $D/out
+    NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 script -qec "srun -s -n1 --gpus=1 --pty $*" /dev/null \
+      >"$D/out.raw" 2>"$D/err"
+    tr -d '\r\000' <"$D/out.raw" | grep '^R pty' >"$D/out"  # the pty may start with a NUL byte
+  }
+  pty /bin/sh -c "'$D/report.sh pty'"
   check "srun --pty shell under default=node: not bound, like the interactive step" "unset" "$(col "$D/out" mode)"
+  pty "$D/report.sh" pty
+  check "srun --pty with a program (not a shell) under default=node: bound like any step" "node" "$(col "$D/out" mode)"
 fi
 # item 5 and 7: a broken install (engine missing) never touches a CPU-only step, and a GPU
 # step fails once, cause first
