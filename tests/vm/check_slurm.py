@@ -167,6 +167,7 @@ def parse_tasks(case):
 
 
 def ntasks_of(srun):
+    srun = srun[srun.find("srun "):]  # the step's own -n, not salloc's
     m = re.search(r"(?:^| )-n ?(\d+)(?: |$)", srun)
     return int(m.group(1)) if m else 1
 
@@ -309,6 +310,24 @@ class Checker:
         nodes = {r: sorted(self.home_of(t)[2]) for r, t in tasks.items()}
         self.check(cid, "precondition: the tasks' GPUs are on different NUMA nodes",
                    len({tuple(v) for v in nodes.values()}) >= 2, "GPU nodes per task %s" % nodes)
+
+    def c_fits(self, cid, tasks, case, _):
+        """Precondition: the step's CPUs on each GPU's node can hold its tasks' -c (cores when
+        --hint=nomultithread: one thread each), so "all on the GPU's node" and "never fewer than
+        Slurm allocated" can both hold (else the allocation, not the plugin, is at fault)."""
+        smt1 = "smt1" in case["checks"].split(",")
+        share = "disjoint" in case["checks"].split(",")
+        homes = {}
+        for r, t in sorted(tasks.items()):
+            _, pus, _ = self.home_of(t)
+            allowed = ids(t.get("cgroup_cpus")) or set().union(*self.m.node_cpus.values())
+            units = len({self.m.core_of[c] for c in pus & allowed}) if smt1 else len(pus & allowed)
+            h = homes.setdefault(frozenset(pus), [units, []])
+            h[1].append(int(t.get("SLURM_CPUS_PER_TASK", "1")))
+        why = ["node PUs %s: %d allowed %s, tasks need %s" % (fmt(k), u, "cores" if smt1 else "PUs", need)
+               for k, (u, need) in homes.items() if u < (sum(need) if share else max(need))]
+        self.check(cid, "precondition: the step's CPUs on the GPU's node hold the tasks' -c", not why,
+                   "; ".join(why))
 
     def c_mem(self, cid, tasks, case, check):
         policy = check.split("=", 1)[1]

@@ -20,6 +20,13 @@ up() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(up)" 'BEGIN { printf "%.1f", b - a }'; }
 T0=$(up)
 echo "@@GUEST_UPTIME $T0"
+# The guest's clock is not the host's under TCG (it ran ~3x fast on a loaded host): each
+# milestone also creates $PAYLOAD/stamps/N-NAME, whose mtime the host's 9p server sets from
+# the host clock; the host driver prints those wall-clock times.
+mkdir -p "$P/stamps"
+NSTAMP=0
+stamp() { NSTAMP=$((NSTAMP + 1)); : > "$P/stamps/$(printf %02d $NSTAMP)-$1"; }
+stamp start
 
 # ---- what Slurm needs from the guest -------------------------------------------------
 # the host name must resolve, and getaddrinfo(AI_ADDRCONFIG) needs one non-loopback address
@@ -39,6 +46,7 @@ done
 mkdir -p "$G/systemd"
 mount -t cgroup -o none,name=systemd systemd "$G/systemd" || echo "@@WARN cannot mount cgroup v1 name=systemd"
 echo "@@TIME setup $(since "$T0")"
+stamp setup
 
 # ---- programs and plugins in RAM (exec from the 9p share is slow) ------------------------
 B=/tmp/nbvm-slurm
@@ -49,20 +57,17 @@ cp "$P/slurm.cases" /tmp/slurm.cases
 
 # ---- facts -------------------------------------------------------------------------------
 t=$(up)
-facts() {
-    local n c d
-    for n in /sys/devices/system/node/node[0-9]*; do
-        echo "@@FACT node.${n##*node}.cpulist=$(cat "$n/cpulist")"
-        echo "@@FACT node.${n##*node}.distance=$(cat "$n/distance")"
-    done
-    for c in /sys/devices/system/cpu/cpu[0-9]*; do
-        echo "@@FACT cpu.${c##*cpu}.siblings=$(cat "$c/topology/thread_siblings_list")"
-        echo "@@FACT cpu.${c##*cpu}.package=$(cat "$c/topology/physical_package_id")"
-    done
-    for d in /sys/bus/pci/devices/*; do
-        case $(cat "$d/class") in 0x03*) ;; *) continue ;; esac
-        echo "@@FACT pci.${d##*/}.numa_node=$(cat "$d/numa_node")"
-        echo "@@FACT pci.${d##*/}.local_cpulist=$(cat "$d/local_cpulist")"
+facts() {  # one process per kind of file: forks are slow in the 16-vCPU TCG guest
+    local d
+    grep -H . /sys/devices/system/node/node[0-9]*/cpulist /sys/devices/system/node/node[0-9]*/distance |
+        sed -E 's|^/sys/devices/system/node/node([0-9]+)/([a-z]+):|@@FACT node.\1.\2=|'
+    grep -H . /sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list \
+              /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id |
+        sed -E 's|^/sys/devices/system/cpu/cpu([0-9]+)/topology/thread_siblings_list:|@@FACT cpu.\1.siblings=|;
+                s|^/sys/devices/system/cpu/cpu([0-9]+)/topology/physical_package_id:|@@FACT cpu.\1.package=|'
+    for d in $(grep -l '^0x03' /sys/bus/pci/devices/*/class); do
+        d=${d%/class}
+        grep -H . "$d/numa_node" "$d/local_cpulist" | sed -E 's|^/sys/bus/pci/devices/([^/]+)/([a-z_]+):|@@FACT pci.\1.\2=|'
         # hwloc's view of the same device: the PUs and NUMA nodes local to it (OS indexes)
         echo "@@FACT pci.${d##*/}.hwloc_pus=$(hwloc-calc --input /tmp/topo.xml --po -I pu "pci=${d##*/}")"
         echo "@@FACT pci.${d##*/}.hwloc_numa=$(hwloc-calc --input /tmp/topo.xml --po -I numa "pci=${d##*/}")"
@@ -76,20 +81,21 @@ echo "@@LSTOPO"
 cat /tmp/topo.xml
 echo "@@END"
 echo "@@TIME facts $(since "$t")"
+stamp facts
 
 # ---- the cluster -----------------------------------------------------------------------------
 C=/tmp/nbslurm
 mkdir -p "$C"; chmod 0755 "$C"
-export NUMABIND_CLUSTER_TIMEOUT=120
 start_cluster() {
     local t; t=$(up)
     "$B/cluster.sh" stop "$C" > /dev/null 2>&1
     echo "@@CLUSTER $*"
-    "$B/cluster.sh" start "$C" "$@" > /tmp/cluster.log 2>&1
+    NUMABIND_CLUSTER_TIMEOUT=300 "$B/cluster.sh" start "$C" "$@" > /tmp/cluster.log 2>&1
     local rc=$?
     echo "@@CLUSTER_RC $rc"
     [ "$rc" = 0 ] || sed 's/^/@@CLUSTER_LOG /' /tmp/cluster.log
     echo "@@TIME cluster $(since "$t")"
+    stamp cluster
     return $rc
 }
 FILES=
@@ -121,13 +127,17 @@ while IFS= read -r line; do
     echo "@@CASE $id|$checks"
     if [ "$cluster_ok" != 1 ]; then echo "@@RC 254"; echo "@@ERR no cluster"; echo "@@END"; continue; fi
     plugstack "$spec"
-    echo "@@SRUN srun -l $args $B/probe $mib"
+    # "SALLOC ARGS :: SRUN ARGS": the step runs inside an allocation of its own shape
+    alloc=
+    if [ "${args#* :: }" != "$args" ]; then alloc="salloc ${args%% :: *}"; args=${args#* :: }; fi
+    echo "@@SRUN ${alloc:+$alloc }srun -l $args $B/probe $mib"
     t=$(up)
     # shellcheck disable=SC2086 # ARGS split on purpose
     (cd /tmp && exec setpriv --reuid=nbtest --regid=nbtest --init-groups \
         env SLURM_CONF="$C/slurm.conf" NBPROBE_OPEN="$FILES" NBPROBE_CGROUP=1 \
-        timeout 120 srun -l $args "$B/probe" "$mib") > /tmp/out 2> /tmp/err < /dev/null
+        timeout 300 $alloc srun -l $args "$B/probe" "$mib") > /tmp/out 2> /tmp/err < /dev/null
     rc=$?
+    stamp "$id"
     sed 's/^/@@OUT /' /tmp/out
     sed 's/^/@@ERR /' /tmp/err
     echo "@@RC $rc"
@@ -138,6 +148,7 @@ done < /tmp/slurm.cases
 t=$(up)
 "$B/cluster.sh" stop "$C" > /dev/null 2>&1
 echo "@@TIME stop $(since "$t")"
+stamp stop
 for f in "$C"/log/slurmd.n1.log "$C"/log/slurmctld.log; do
     [ -f "$f" ] && tail -n 30 "$f" | sed "s|^|@@LOG ${f##*/}: |"
 done
