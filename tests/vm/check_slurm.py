@@ -132,7 +132,7 @@ class Machine:
         self.core_of = {}
         try:
             root = ET.fromstring("\n".join(out.lstopo))
-            for k, core in enumerate(root.iter("object")):
+            for core in root.iter("object"):
                 if core.get("type") != "Core":
                     continue
                 pus = frozenset(int(p.get("os_index")) for p in core.iter("object") if p.get("type") == "PU")

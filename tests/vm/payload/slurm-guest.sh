@@ -108,7 +108,11 @@ plugstack() {  # PLUGSTACK spec of the case table -> $C/plugstack.conf
         spec=$*
     fi
     spec=${spec//@FILES/device_files=$FILES}
-    { [ -n "$slow" ] && echo "$slow"; echo "required $B/spank_numabind.so $spec"; } > "$C/plugstack.conf"
+    if [ -f "$P/control" ]; then  # --control: Slurm's own binding, no numabind
+        { [ -n "$slow" ] && echo "$slow"; } > "$C/plugstack.conf"
+    else
+        { [ -n "$slow" ] && echo "$slow"; echo "required $B/spank_numabind.so $spec"; } > "$C/plugstack.conf"
+    fi
     chmod 0644 "$C/plugstack.conf"
     sed 's/^/@@PLUGSTACK /' "$C/plugstack.conf"
 }
@@ -130,6 +134,7 @@ while IFS= read -r line; do
     # "SALLOC ARGS :: SRUN ARGS": the step runs inside an allocation of its own shape
     alloc=
     if [ "${args#* :: }" != "$args" ]; then alloc="salloc ${args%% :: *}"; args=${args#* :: }; fi
+    [ -f "$P/control" ] && args=$(sed -E 's/--numa-binding=[^ ]+//' <<< "$args")
     echo "@@SRUN ${alloc:+$alloc }srun -l $args $B/probe $mib"
     t=$(up)
     # shellcheck disable=SC2086 # ARGS split on purpose
