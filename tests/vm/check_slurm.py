@@ -339,13 +339,16 @@ class Checker:
             if t.get("mempolicy") not in want_mode or ids(t.get("mempolicy_nodes")) != nodes:
                 why.append("task %d: get_mempolicy %s nodes %s, GPU node(s) %s"
                            % (r, t.get("mempolicy"), t.get("mempolicy_nodes"), sorted(nodes)))
+            if not nodes <= ids(t.get("mems_allowed")):
+                why.append("task %d: Mems_allowed_list %s lacks its GPU node(s) %s"
+                           % (r, t.get("mems_allowed"), sorted(nodes)))
             pages = {int(k[1:]): int(v) for k, v in
                      (p.split("=") for p in t.get("pages_by_node", "").split(",") if p)}
             off = {k: v for k, v in pages.items() if k not in nodes}
             if off or sum(pages.values()) < mib * 256:
                 why.append("task %d: %d MiB touched, pages by node %s (GPU node(s) %s)"
                            % (r, mib, t.get("pages_by_node"), sorted(nodes)))
-        self.check(cid, "mem=%s: policy on the GPU's node and every touched page there" % policy,
+        self.check(cid, "mem=%s: policy on the GPU's node (allowed by Mems_allowed_list), every touched page there" % policy,
                    not why, "; ".join(why))
 
 

@@ -102,8 +102,8 @@ printf '#!/bin/sh\nexec /bin/bash "$PAYLOAD/slurm-guest.sh"\n' > "$PD/run.sh"
 chmod 0755 "$PD"/*
 
 t0=$(now)
-# The guest's own payload timeout counts guest seconds, which ran ~3x faster than the host's
-# under TCG on a loaded host: only QEMU's wall-clock --timeout applies (the output written so
+# The guest's own payload timeout counts guest seconds, which ran 3.5x faster than the host's
+# once under TCG on a loaded host: only QEMU's wall-clock --timeout applies (the output written so
 # far stays in PD/output.txt).
 "$HERE/boot.sh" --shape smt --hostroot --timeout "$TIMEOUT" --append nbvm.timeout=100000 \
     "$IMG" "$PD" > "$PD/boot.log" 2>&1

@@ -20,7 +20,7 @@ up() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(up)" 'BEGIN { printf "%.1f", b - a }'; }
 T0=$(up)
 echo "@@GUEST_UPTIME $T0"
-# The guest's clock is not the host's under TCG (it ran ~3x fast on a loaded host): each
+# The guest's clock is not the host's under TCG (it once ran 3.5x fast on a loaded host): each
 # milestone also creates $PAYLOAD/stamps/N-NAME, whose mtime the host's 9p server sets from
 # the host clock; the host driver prints those wall-clock times.
 mkdir -p "$P/stamps"
