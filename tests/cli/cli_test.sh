@@ -208,5 +208,23 @@ if [ "$NCORES" -ge 2 ]; then
   check "show warns when CPUs and device NUMA node differ" '[ $(rc) = 0 ] && grep -q "warning: CPUs .* include NUMA node 0 but device(s) 0 are on node(s) 1" "$WORK/out"'
 fi
 
+# --cpus-per-task (issue 20): no task gets fewer CPUs than asked; its GPU's node first, then
+# the nearest node. Expected sets from hwloc-calc on the generated XML.
+python3 "$GEN" -o "$WORK/c4.xml" --split-numa 2 --gpu numa:0 >/dev/null 2>&1
+if [ -s "$WORK/c4.xml" ] && [ "$(hwloc-calc -i "$WORK/c4.xml" -N pu numa:0)" -ge 1 ]; then
+  node0=$(hwloc-calc -i "$WORK/c4.xml" --po -I pu numa:0); all=$(hwloc-calc -i "$WORK/c4.xml" --po -I pu all)
+  need=$(($(hwloc-calc -i "$WORK/c4.xml" -N pu numa:0) + 1))
+  nb plan --topology "$WORK/c4.xml" --mode node --ntasks 1 --allowed-cpus "$all" --cpus-per-task "$need" --json
+  got=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["tasks"][0]["cpus"])))' "$WORK/out" 2>/dev/null)
+  check "plan --cpus-per-task beyond the GPU's node: its node, then the nearest ($got)" '[ $(rc) = 0 ] && [ "$got" = "$all" ]'
+  nb plan --topology "$WORK/c4.xml" --mode node --ntasks 1 --allowed-cpus "$all" --cpus-per-task 1 --json
+  got=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["tasks"][0]["cpus"])))' "$WORK/out" 2>/dev/null)
+  check "plan --cpus-per-task that fits: the GPU's node only ($got)" '[ $(rc) = 0 ] && [ "$got" = "$node0" ]'
+  nb plan --topology "$WORK/c4.xml" --mode node --ntasks 1 --cpus-per-task 0
+  check "bad --cpus-per-task exits 2 naming it" '[ $(rc) = 2 ] && one_line_error "cpus-per-task"'
+  SLURM_CPUS_PER_TASK=x nb run --topology "$WORK/c4.xml" --local-rank 0 -- true
+  check "bad SLURM_CPUS_PER_TASK under run: exit 2 naming it" '[ $(rc) = 2 ] && one_line_error "SLURM_CPUS_PER_TASK"'
+fi
+
 echo "$failures failure(s)"
 [ "$failures" -eq 0 ]
