@@ -393,10 +393,11 @@ int task_init(spank_t sp, State& st) {
         return rc;
     }
     if (!applied.ok) return give_up(sp, st, who, applied.error, true);
-    // What concerns this task alone is said by it, verbose or not.
-    for (const std::string& w : applied.warnings) task_notes.push_back(w);
-    for (const std::string& w : mine.warnings) task_notes.push_back(w);
+    // What concerns this task alone is said by it, verbose or not; what every task would say
+    // (a variable's UUID no driver resolves, a policy the kernel lacks) once per step.
     for (const std::string& n : task_notes) task_stderr("warning: " + who + ": " + n);
+    say_once(st, mine.warnings);
+    say_once(st, applied.warnings);
     clear_variables(sp, false);
     export_binding_env(st.decision.mode, task,
                        [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
