@@ -347,7 +347,7 @@ std::vector<std::string> check_found_device_files(Context& c) {
 }
 
 // device_files= of the plugstack line, each entry against the accelerator it stands for.
-int check_listed_device_files(Context& c) {
+void check_listed_device_files(Context& c) {
     const std::vector<std::string>& listed = c.site->device_files;
     Row count{"plugstack", "device_files= count", Status::Ok, "", ""};
     if (listed.size() != c.accs.size()) {
@@ -356,11 +356,10 @@ int check_listed_device_files(Context& c) {
                        (c.accs.empty() ? ": ignored on a node without accelerators" : ": every step on this node fails");
         if (!c.accs.empty()) count.fix = "list exactly one device file per accelerator, in PCI order (numabind topo)";
         c.add(count);
-        return 0;
+        return;
     }
     count.detail = std::to_string(listed.size()) + " file(s), one per accelerator";
     c.add(count);
-    int known = 0;
     const std::string node = node_name(), host = short_hostname();
     for (size_t i = 0; i < listed.size(); ++i) {
         const Accelerator& a = c.accs[i];
@@ -368,9 +367,8 @@ int check_listed_device_files(Context& c) {
         const DeviceFileCheck v = check_device_file(path, a.pci, c.root, c.root);
         Row r{"plugstack", "device_files[" + std::to_string(i) + "] for " + gpu_label(a), Status::Ok, v.detail, ""};
         switch (v.verdict) {
-            case DeviceFileVerdict::Matches: ++known; break;
+            case DeviceFileVerdict::Matches: break;
             case DeviceFileVerdict::Unverifiable:
-                ++known;
                 r.status = Status::Warn;
                 r.fix = "cannot be checked here (no driver information); make sure the list is in PCI order";
                 break;
@@ -390,7 +388,6 @@ int check_listed_device_files(Context& c) {
         }
         c.add(r);
     }
-    return known;
 }
 
 // slurm.conf's directory also holds cgroup.conf and gres.conf.
@@ -469,13 +466,13 @@ void check_slurm(Context& c) {
         pci.push_back(it->second);
         order += (order.empty() ? "" : ", ") + f + " = " + it->second;
     }
-    if (!unmapped.empty()) {
+    const OrderCheck oc = pci_order(pci);  // of the entries that map: any pair out of order is enough
+    if (!unmapped.empty() && oc.in_order) {
         c.add({"slurm", "gres.conf order", Status::Warn,
                "cannot tell which GPU these File= entries are (no NVIDIA driver information):" + unmapped,
                "check that gres.conf lists File= in PCI order (nvidia-smi's order)"});
         return;
     }
-    const OrderCheck oc = pci_order(pci);
     c.gres_in_pci_order = oc.in_order;
     if (oc.in_order) {
         c.add({"slurm", "gres.conf order", Status::Ok, "File= in PCI order: " + order, ""});
@@ -761,7 +758,11 @@ int run_check(const CheckOptions& o) {
     const std::vector<std::string> found = check_found_device_files(c);
     check_slurm(c);
     int known = static_cast<int>(std::count_if(found.begin(), found.end(), [](const std::string& f) { return !f.empty(); }));
-    if (c.site && !c.site->device_files.empty()) known = check_listed_device_files(c);  // the plugin uses these instead
+    if (c.site && !c.site->device_files.empty()) {
+        // The plugin opens the listed files instead; a wrong entry is its own FAIL row above.
+        check_listed_device_files(c);
+        known = c.site->device_files.size() == c.accs.size() ? static_cast<int>(c.accs.size()) : 0;
+    }
     c.add(gpu_rule_row(known, static_cast<int>(c.accs.size()), c.gres_in_pci_order));
     check_kernel(c);
     check_model_cache(c);
