@@ -84,7 +84,8 @@ void run_lstopo(const std::string& xml, const std::string& format, const std::st
     const std::string lstopo = find_lstopo();
     if (lstopo.empty())
         throw Error("--draw needs hwloc's lstopo (with cairo: Debian/Ubuntu package hwloc, RHEL hwloc-gui) in PATH");
-    std::vector<std::string> args = {lstopo, "--input", xml, "--if", "xml", "--of", format, "--no-factorize", "-f", file};
+    // --no-default-legend: our legend lines only (no date or host name: the same plan draws the same picture)
+    std::vector<std::string> args = {lstopo, "--input", xml, "--if", "xml", "--of", format, "--no-factorize", "--no-default-legend", "-f", file};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
