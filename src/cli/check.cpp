@@ -3,6 +3,7 @@
 // plugin's own parser (spank/config.cpp).
 #include "check.hpp"
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -314,6 +315,69 @@ void check_vendor_tool(Context& c, Vendor vendor, const std::string& tool, const
         r.fix = "numabind's topology is not this node's: re-record topology= here, or check HWLOC_PCI_LOCALITY";
     }
     c.add(r);
+}
+
+// NVML's CPU affinity of one GPU (nvmlDeviceGetCpuAffinity), through dlopen so that numabind
+// needs no NVIDIA library; nullopt without libnvidia-ml or when NVML does not know the GPU.
+class Nvml {
+public:
+    Nvml() {
+        lib_ = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib_) return;
+        auto init = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlInit_v2"));
+        by_pci_ = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib_, "nvmlDeviceGetHandleByPciBusId_v2"));
+        affinity_ = reinterpret_cast<int (*)(void*, unsigned, unsigned long*)>(dlsym(lib_, "nvmlDeviceGetCpuAffinity"));
+        shutdown_ = reinterpret_cast<int (*)()>(dlsym(lib_, "nvmlShutdown"));
+        ok_ = init && by_pci_ && affinity_ && init() == 0;
+    }
+    ~Nvml() {
+        if (ok_ && shutdown_) shutdown_();
+        if (lib_) dlclose(lib_);
+    }
+    Nvml(const Nvml&) = delete;
+    Nvml& operator=(const Nvml&) = delete;
+    bool present() const { return ok_; }
+    std::optional<IdSet> cpu_affinity(const std::string& pci) const {
+        void* dev = nullptr;
+        if (!ok_ || by_pci_(pci.c_str(), &dev) != 0) return std::nullopt;
+        constexpr unsigned kWords = 64;  // 4096 CPUs
+        unsigned long set[kWords] = {};
+        if (affinity_(dev, kWords, set) != 0) return std::nullopt;
+        IdSet cpus;
+        for (unsigned w = 0; w < kWords; ++w)
+            for (unsigned b = 0; b < 8 * sizeof(unsigned long); ++b)
+                if (set[w] >> b & 1UL) cpus.insert(static_cast<int>(w * 8 * sizeof(unsigned long) + b));
+        return cpus;
+    }
+
+private:
+    void* lib_ = nullptr;
+    bool ok_ = false;
+    int (*by_pci_)(const char*, void**) = nullptr;
+    int (*affinity_)(void*, unsigned, unsigned long*) = nullptr;
+    int (*shutdown_)() = nullptr;
+};
+
+void check_nvml(Context& c) {
+    std::vector<const Accelerator*> gpus;
+    for (const Accelerator& a : c.accs)
+        if (a.vendor == Vendor::Nvidia && a.sub_index == 0) gpus.push_back(&a);
+    if (gpus.empty()) return;
+    const Nvml nvml;
+    if (!nvml.present()) return;  // no NVIDIA driver library: nothing to compare with
+    std::string bad;
+    for (const Accelerator* a : gpus) {
+        const auto cpus = nvml.cpu_affinity(a->pci);
+        if (!cpus) bad += " " + a->pci + ": NVML does not know it;";
+        else if (*cpus != a->locality)
+            bad += " " + a->pci + ": NVML " + cpus->to_string() + ", numabind " + a->locality.to_string() + ";";
+    }
+    if (bad.empty())
+        c.add({"accelerators", "NVML CPU affinity", Status::Ok,
+               "nvmlDeviceGetCpuAffinity of all " + std::to_string(gpus.size()) + " GPU(s) agrees with numabind", ""});
+    else
+        c.add({"accelerators", "NVML CPU affinity", Status::Fail, bad.substr(1, bad.size() - 2),
+               "numabind's topology is not this node's: re-record topology= here, or check HWLOC_PCI_LOCALITY"});
 }
 
 // The file each accelerator would get without device_files=, and why; "" when none.
@@ -755,6 +819,7 @@ int run_check(const CheckOptions& o) {
     check_accelerator_homes(c);
     check_vendor_tool(c, Vendor::Nvidia, "nvidia-smi", "topo -m", parse_nvidia_smi_topo);
     check_vendor_tool(c, Vendor::Amd, "rocm-smi", "--showtoponuma", parse_rocm_smi_numa);
+    check_nvml(c);
     const std::vector<std::string> found = check_found_device_files(c);
     check_slurm(c);
     int known = static_cast<int>(std::count_if(found.begin(), found.end(), [](const std::string& f) { return !f.empty(); }));

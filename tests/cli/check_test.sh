@@ -85,6 +85,18 @@ check "good node: TaskPlugin, NUMA nodes, cgroup v2, preferred-many" 'row OK slu
 check "good node: plugstack arguments parsed by the plugin's parser" 'row OK plugstack arguments "default=exclusive mem=prefer fallback=warn"'
 check "good node: engine beside the plugin" 'row OK plugstack "step engine" "numabind_stepd.so \\(uid 0, mode 0755\\)"'
 
+# ---- NVML's CPU affinity, from a stand-in libnvidia-ml.so.1 fed hwloc-calc's local CPUs ----
+if command -v cc >/dev/null && cc -shared -fPIC -o "$WORK/libnvidia-ml.so.1" "$(dirname "$0")/fake_nvml.c" 2>"$WORK/err"; then
+  affinity=""
+  for i in 0 1 2 3 4 5 6 7; do eval "affinity+=\"\$pci_$i=\$cpus_$i;\""; done
+  LD_LIBRARY_PATH=$WORK FAKE_NVML_AFFINITY=$affinity nb "$WORK/good"
+  check "NVML CPU affinity agrees" 'row OK accelerators "NVML CPU affinity" "all 8 GPU"'
+  LD_LIBRARY_PATH=$WORK FAKE_NVML_AFFINITY=${affinity/$cpus_0/$cpus_2} nb "$WORK/good"
+  check "NVML CPU affinity of GPU 0 elsewhere: FAIL naming it" '[ $(rc) = 1 ] && row FAIL accelerators "NVML CPU affinity" "$pci_0: NVML $cpus_2"'
+else
+  echo "skip - NVML cases: no C compiler"
+fi
+
 # ---- the table form: one row per line, the fix below, exit status the same ----
 nb "$WORK/good" --plugstack "required $WORK/noengine/spank_numabind.so"
 check "missing engine: FAIL with its fix, exit 1" '[ $(rc) = 1 ] && row FAIL plugstack "step engine" "numabind_stepd.so missing" && grep -q "^ *fix: install numabind_stepd.so" "$WORK/out"'
