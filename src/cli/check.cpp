@@ -544,8 +544,8 @@ void check_slurm(Context& c) {
         std::vector<std::string> sorted = pci;
         std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) { return pci_address_less(a, b); });
         c.add({"slurm", "gres.conf order", Status::Warn,
-               "File= not in PCI order (gres index " + std::to_string(oc.first_bad + 1) + " before " +
-                   std::to_string(oc.first_bad) + "): " + order,
+               "File= not in PCI order (gres index " + std::to_string(oc.first_bad) + " comes after index " +
+                   std::to_string(oc.first_bad + 1) + " in PCI order): " + order,
                "list File= in PCI order (" + sorted.front() + " first) or use AutoDetect=nvml: Slurm's GPU index then "
                "matches nvidia-smi's"});
     }
