@@ -51,6 +51,10 @@ check "device_files= (%n = n1) each match their GPU by device number" \
   "row OK plugstack 'device_files\\[0\\]' 'char 195:200' && row OK plugstack 'device_files\\[1\\]' 'char 195:201'"
 check "listed device files: open() per task" 'row OK "device files" "GPU rule" "open\\(\\)"'
 
+srun --help >"$D/out" 2>&1
+check "srun --help: --numa-binding says a site default may apply and names man spank_numabind" \
+  'tr -s " \n" " " <"$D/out" | grep -q -- "--numa-binding.*site default may apply.*man spank_numabind"'
+
 echo "required $D/spank_numabind.so default=node" >"$D/plugstack.conf"
 timeout 60 srun -N1 -n1 env NUMABIND_CHECK_ROOT="$D/root-noinfo" "$D/numabind" check --topology "$D/node.xml" >"$D/out" 2>"$D/err"
 check "no device files + gres.conf out of PCI order: the shared-list rule, WARN" \
