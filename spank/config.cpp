@@ -20,14 +20,14 @@ std::optional<bool> parse_bool(std::string_view v) {
 }
 
 constexpr const char* kSiteKeys =
-    "default=<mode>, mem=<policy>, fallback=warn|fail, verbose, devices=<match spec>, "
+    "default=<mode>, mem=<policy>, fallback=warn|fail, verbose[=yes|no|2], devices=<match spec>, "
     "topology=<hwloc xml>, device_files=<path>[,<path>...], respect_user_bind=yes|no "
     "(alias respect_cpu_bind), batch_step=yes|no";
 
 }  // namespace
 
 std::string option_help() {
-    return std::string("<mode>[,verbose][,mem=<policy>] with mode one of ") + kModeChoices +
+    return std::string("<mode>[,verbose[=2]][,mem=<policy>] with mode one of ") + kModeChoices +
            " and policy one of " + kMemPolicyChoices;
 }
 
@@ -46,8 +46,9 @@ UserChoice parse_option_value(std::string_view value) {
     bool seen_verbose = false;
     for (size_t i = 1; i < items.size(); ++i) {
         std::string_view item = items[i];
-        if (item == "verbose" && !seen_verbose) {
-            c.verbose = seen_verbose = true;
+        if ((item == "verbose" || item == "verbose=1" || item == "verbose=2") && !seen_verbose) {
+            c.verbose_level = item == "verbose=2" ? 2 : 1;
+            seen_verbose = true;
         } else if (item.rfind("mem=", 0) == 0 && !c.mem) {
             try {
                 c.mem = parse_mem_policy(item.substr(4));
@@ -57,7 +58,7 @@ UserChoice parse_option_value(std::string_view value) {
             }
         } else {
             throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q +
-                             " (valid flags, each at most once: verbose, mem=prefer|bind|interleave|none)");
+                             " (valid flags, each at most once: verbose, verbose=2, mem=prefer|bind|interleave|none)");
         }
     }
     return c;
@@ -99,11 +100,13 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
             else throw bad("warn, fail");
         } else if (key == "verbose") {
             if (!has_value) {
-                s.verbose = true;
+                s.verbose_level = 1;
+            } else if (value == "2") {
+                s.verbose_level = 2;
             } else if (auto b = parse_bool(value)) {
-                s.verbose = *b;
+                s.verbose_level = *b ? 1 : 0;
             } else {
-                throw bad("yes, no");
+                throw bad("yes, no, 2");
             }
         } else if (key == "devices") {
             try {

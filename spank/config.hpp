@@ -18,11 +18,11 @@ inline constexpr const char* kOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_numab
 // One line that lists every accepted form of the option value.
 std::string option_help();
 
-// --numa-binding=<mode>[,verbose][,mem=<policy>]
+// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>]
 struct UserChoice {
     Mode mode = Mode::None;
     std::optional<MemPolicy> mem;  // unset: site default
-    bool verbose = false;
+    int verbose_level = 0;         // verbose: 1 (one line per task), verbose=2: with timings and sources
 };
 // Throws UsageError with one line naming the bad item and the valid choices.
 UserChoice parse_option_value(std::string_view value);
@@ -34,7 +34,7 @@ struct SiteConfig {
     Mode default_mode = Mode::None;
     MemPolicy mem = MemPolicy::Prefer;
     Fallback fallback = Fallback::Warn;
-    bool verbose = false;
+    int verbose_level = 0;       // verbose / verbose=yes: 1, verbose=2: with timings and sources
     std::string devices;         // DeviceMatcher spec as given; empty: built-in table
     DeviceMatcher matcher = DeviceMatcher::builtin();  // `devices`, parsed once here
     std::string topology;        // hwloc XML path template (%n node name, %h host name, %% percent)

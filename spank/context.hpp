@@ -8,7 +8,6 @@ extern "C" {
 }
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@ extern "C" {
 #include "node_share.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/topology.hpp"
+#include "step_policy.hpp"
 
 namespace numabind::spank {
 
@@ -25,39 +25,31 @@ namespace numabind::spank {
 inline constexpr int kShareTimeoutMs = 2000;
 
 struct State {
+    // From the front (step_policy.hpp): the plugstack arguments and what this step does.
     SiteConfig site;
+    StepDecision decision;
 
-    // --numa-binding as the front passed it (stepd_api.h).
-    bool option_given = false;
-    UserChoice choice;
-    std::string option_error;  // a bad value that reached slurmstepd
-
-    // slurmstepd, decided once per step before the tasks fork (they inherit it).
-    bool ours = false;               // a step the plugin handles (not extern; batch only with batch_step)
-    bool active = false;             // bind this step's tasks: set only once `model` is loaded
-    bool explicit_choice = false;    // --numa-binding given (not the site default)
-    bool explicit_none = false;      // --numa-binding=none: export NUMABIND_MODE=none only
-    std::string skipped_reason;      // why a site default was not applied (for verbose)
-    Mode mode = Mode::None;
-    MemPolicy mem = MemPolicy::Prefer;
-    bool verbose = false;
+    // slurmstepd, once per step before the tasks fork (they inherit it).
+    bool active = false;         // set only once `model` is loaded
     std::string node_name;
-    std::string prepare_error;       // raised in task_init: Slurm does not report earlier failures to srun
-    // The step's GPUs on this node as slurmstepd set them before forking (each task's
-    // own SLURM_STEP_GPUS is later narrowed to its GPUs under --gpus-per-task).
+    std::string prepare_error;   // a step-level failure, raised in task_init (where srun shows it)
+    std::vector<std::string> notes;  // step-level notes (a missing device file ...), said once
+    // The step's GPUs on this node as slurmstepd set them before forking (each task's own
+    // SLURM_STEP_GPUS is later narrowed to its GPUs under --gpus-per-task).
     std::optional<std::string> step_gpus;
-    double prepare_us = 0;           // topology load time, for the verbose line
-    Topology model;                  // the node (no hwloc topology is kept: see stepd_prepare)
-    std::string model_source;        // where it came from, for messages
+    int min_cpus = 0;            // Slurm's CPUs per task (--cpus-per-task); 1 under --overcommit
+    double prepare_us = 0;       // topology load time, for the detailed verbose line
+    Topology model;              // the node (no hwloc topology is kept: see stepd_prepare)
+    std::string model_source;    // where it came from, for messages
     std::vector<Accelerator> accelerators;
-    std::vector<std::string> device_files;  // per accelerator; all known or none
+    std::vector<std::string> device_files;  // per accelerator; "" where not known
     NodeShare share;                        // created before the tasks fork
 };
 
 State& state();
 
 // Hooks (stepd.cpp).
-int stepd_prepare(spank_t sp);  // slurmstepd, before the tasks fork
+int stepd_prepare(spank_t sp);    // slurmstepd, before the tasks fork
 int stepd_task_init(spank_t sp);  // the task, as the user, right before execve
 void stepd_exit();
 

@@ -31,6 +31,40 @@ VisibleDevices visible_over(const std::vector<Accelerator>& accs, const std::vec
 
 }  // namespace
 
+namespace {
+
+std::vector<int> sorted_union(std::vector<int> a, const std::vector<int>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+    return a;
+}
+
+// The open() rule over `candidates`: the runtime variable, if any, indexes them.
+void held_rule(TaskGpus& t, const std::vector<Accelerator>& accs, const std::vector<int>& candidates,
+               const EnvLookup& env, const UuidResolver& resolver, const std::string& source) {
+    VisibleDevices v = visible_over(accs, candidates, env, resolver);
+    t.warnings = v.warnings;
+    t.devices = v.restricted ? v.indexes : candidates;
+    t.source = source + (v.restricted ? " + " + v.source : std::string());
+}
+
+// How many GPUs the runtime variable names (nullopt: none set).
+std::optional<size_t> variable_length(const std::vector<Accelerator>& accs, const EnvLookup& env,
+                                      const UuidResolver& resolver) {
+    std::vector<int> all(accs.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int>(i);
+    try {
+        VisibleDevices v = visible_over(accs, all, env, resolver);
+        if (!v.restricted) return std::nullopt;
+        return v.indexes.size();
+    } catch (const UsageError&) {
+        return std::nullopt;  // indexes beyond the node's count: not a local list we can use
+    }
+}
+
+}  // namespace
+
 TaskGpus resolve_task_gpus(const std::vector<Accelerator>& accs, const GpuFacts& f, const EnvLookup& env,
                            const UuidResolver& resolver) {
     TaskGpus t;
@@ -39,31 +73,53 @@ TaskGpus resolve_task_gpus(const std::vector<Accelerator>& accs, const GpuFacts&
     const bool variable = any_runtime_variable(env);
     std::vector<int> step;
     if (step_named) step = parse_device_list(*f.step_gpus, count, "SLURM_STEP_GPUS");
+    std::vector<int> unknown = f.unknown;
+    if (!f.held) {
+        unknown.clear();
+        for (int i = 0; i < count; ++i) unknown.push_back(i);
+    }
+    const std::vector<int> known_held = f.held.value_or(std::vector<int>{});
+    const bool cgroup_chooses = unknown.empty() && !known_held.empty() && static_cast<int>(known_held.size()) < count;
+    t.gpu_step = step_named || variable || cgroup_chooses;
+    if (!t.gpu_step) return t;
 
-    if (f.held) {
-        const bool cgroup_chooses = !f.held->empty() && static_cast<int>(f.held->size()) < count;
-        t.gpu_step = step_named || variable || cgroup_chooses;
-        if (!t.gpu_step) return t;
-        VisibleDevices v = visible_over(accs, *f.held, env, resolver);
-        t.warnings = v.warnings;
-        t.devices = v.restricted ? v.indexes : *f.held;
-        t.source = "device files" + (v.restricted ? " + " + v.source : std::string());
+    auto mark_shared_view = [&] {
+        // A task that sees all the step's GPUs holds nothing of its own: it shares them.
+        if (step_named && t.devices.size() >= step.size()) t.per_task = false;
+    };
+    if (unknown.empty()) {
+        held_rule(t, accs, known_held, env, resolver, "device files");
+        mark_shared_view();
         return t;
     }
-    t.gpu_step = step_named || variable;
-    if (!t.gpu_step) return t;
-    if (f.constrained && !*f.constrained && variable) {
-        VisibleDevices v = visible_from_env(accs, env, resolver);
-        t.warnings = v.warnings;
-        if (v.restricted) {
-            t.devices = v.indexes;
-            t.source = v.source + " (no device files; devices not constrained)";
+    if (step_named && variable && known_held.size() > step.size()) {
+        // Opening more than the step's GPUs proves the devices are not constrained: the
+        // variable is Slurm's gres index over all accelerators (PCI order when gres.conf is).
+        std::vector<int> all(accs.size());
+        for (int i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
+        held_rule(t, accs, all, env, resolver, "devices not constrained (the task opens more than the step's GPUs)");
+        t.source += " over all accelerators";
+        mark_shared_view();
+        return t;
+    }
+    if (unknown.size() == 1) {
+        const std::optional<size_t> k = variable_length(accs, env, resolver);
+        const std::vector<int> with_unknown = sorted_union(known_held, unknown);
+        if (known_held.empty() || (k && *k == with_unknown.size())) {
+            held_rule(t, accs, with_unknown, env, resolver, "device files (one unknown, counted as held)");
+            mark_shared_view();
+            return t;
+        }
+        if (k && *k == known_held.size()) {
+            held_rule(t, accs, known_held, env, resolver, "device files (one unknown, not among the task's)");
+            mark_shared_view();
             return t;
         }
     }
     t.per_task = false;
     t.devices = step;
-    t.source = step_named ? "the step's SLURM_STEP_GPUS, shared (no device files)"
+    t.source = step_named ? "the step's SLURM_STEP_GPUS, shared (" + std::to_string(unknown.size()) +
+                                " accelerator device file(s) unknown)"
                           : "no device files and no step GPU list";
     return t;
 }
@@ -71,32 +127,36 @@ TaskGpus resolve_task_gpus(const std::vector<Accelerator>& accs, const GpuFacts&
 NodeDevices combine_node_devices(int accelerator_count, const std::vector<Published>& tasks) {
     NodeDevices out;
     const int n = static_cast<int>(tasks.size());
+    auto has_list = [](const Published& p) { return p.state == Published::State::Devices && !p.devices.empty(); };
     const Published* first = nullptr;
-    bool same = true;
+    bool all_step_lists = true, all_in_time = true, same = true;
     for (const Published& p : tasks) {
-        if (p.state != Published::State::Devices || p.devices.empty()) continue;
+        if (p.state != Published::State::Devices) all_in_time = false;
+        if (!has_list(p)) continue;
+        if (p.per_task) all_step_lists = false;
         if (!first) first = &p;
         else if (p.devices != first->devices) same = false;
     }
     if (!first) return out;  // no task holds a GPU
-    if (same) {
+    // One task's own list is the step's only when every task has been heard from.
+    if (all_step_lists || (same && all_in_time)) {
         out.shared = first->devices;
         return out;
     }
     std::vector<bool> held(static_cast<size_t>(accelerator_count), false);
     out.per_task.resize(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
-        const Published& p = tasks[r];
-        if (p.state != Published::State::Devices || p.devices.empty()) {
+        const Published& p = tasks[static_cast<size_t>(r)];
+        if (!has_list(p) || !p.per_task) {
             out.stand_ins.push_back(r);
             continue;
         }
-        out.per_task[r] = p.devices;
+        out.per_task[static_cast<size_t>(r)] = p.devices;
         for (int d : p.devices)
-            if (d >= 0 && d < accelerator_count) held[d] = true;
+            if (d >= 0 && d < accelerator_count) held[static_cast<size_t>(d)] = true;
     }
     for (int d = 0; d < accelerator_count; ++d)
-        if (!held[d]) out.shared.push_back(d);
+        if (!held[static_cast<size_t>(d)]) out.shared.push_back(d);
     if (out.shared.empty())
         for (int d = 0; d < accelerator_count; ++d) out.shared.push_back(d);
     return out;

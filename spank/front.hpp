@@ -1,7 +1,7 @@
 // numabind SPANK plugin front (spank_numabind.so): what srun, sbatch, salloc and every
 // slurmstepd load. It registers and checks --numa-binding and the plugstack arguments, and
-// in slurmstepd decides whether the step binds at all; only then does it load the step
-// engine (stepd_api.h), which links hwloc and the planner.
+// in slurmstepd decides whether the step binds at all (step_policy.hpp); only then does it
+// load the step engine (stepd_api.h), which links hwloc and the planner.
 #pragma once
 
 extern "C" {
@@ -11,6 +11,7 @@ extern "C" {
 #include <string>
 
 #include "config.hpp"
+#include "step_policy.hpp"
 #include "stepd_api.h"
 
 namespace numabind::spank {
@@ -19,23 +20,15 @@ struct FrontState {
     SiteConfig site;
 
     // --numa-binding as the option callback saw it (idempotent: last call wins).
-    bool option_seen = false;   // the callback ran (remote: `option_value` goes to the engine)
+    bool option_seen = false;   // the callback ran
     bool option_given = false;  // ... and the value parsed
-    std::string option_value;
     UserChoice choice;
     std::string option_error;  // a bad value that reached slurmstepd
 
     // slurmstepd, decided once per step before the tasks fork (they inherit it).
-    enum class Step {
-        NotOurs,        // extern step; batch/interactive step without batch_step=yes
-        Unbound,        // mode none (site default): the tasks lose every NUMABIND_*
-        ExplicitNone,   // --numa-binding=none: NUMABIND_MODE=none only
-        Engine,         // the engine binds (or reports why not)
-        EngineMissing,  // it should, but the engine could not be loaded (`engine_error`)
-    };
-    Step step = Step::NotOurs;
-    const numabind_stepd_api* engine = nullptr;
-    std::string engine_error;
+    EngineStep step;                             // the decision (and, for the engine, the site)
+    const numabind_stepd_api* engine = nullptr;  // loaded only for a step that binds
+    std::string engine_error;                    // it should bind, but the engine could not be loaded
 };
 
 FrontState& front_state();
@@ -44,8 +37,8 @@ FrontState& front_state();
 int local_init(spank_t sp);           // srun, sbatch, salloc, slurmstepd: register the option
 int local_init_post_opt(spank_t sp);  // srun, sbatch, salloc: validate the inherited value
 int option_callback(int val, const char* optarg, int remote) noexcept;
-int front_prepare(spank_t sp, int ac, char** av);  // slurmstepd, before the tasks fork
-int front_task_init(spank_t sp);                   // the task, right before execve
+int front_prepare(spank_t sp);   // slurmstepd, before the tasks fork
+int front_task_init(spank_t sp);  // the task, right before execve
 void front_exit();
 
 }  // namespace numabind::spank

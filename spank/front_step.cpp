@@ -1,6 +1,6 @@
-// numabind SPANK plugin front, slurmstepd: a step that does not bind never loads the step
-// engine (its tasks only lose any NUMABIND_* of the user's); a step that binds, or has a bad
-// --numa-binding value to report, hands every hook to it.
+// numabind SPANK plugin front, slurmstepd: the step decision (step_policy.hpp) is made here,
+// once per step before the tasks fork; a step that does not bind never loads the step engine
+// (its tasks only lose any NUMABIND_* of the user's); a step that binds hands every task to it.
 #include <string>
 
 #include "engine_loader.hpp"
@@ -10,58 +10,77 @@
 
 namespace numabind::spank {
 
-int front_prepare(spank_t sp, int ac, char** av) {
+namespace {
+
+using Action = StepDecision::Action;
+
+// Local task 0 speaks for the step on this node (the front has no node share).
+bool speaks_for_step(spank_t sp) {
+    int rank = -1;
+    return spank_get_item(sp, S_TASK_ID, &rank) == ESPANK_SUCCESS && rank == 0;
+}
+
+// A step-level problem, said once, cause first: the step fails (fallback=fail) or runs
+// unbound (fallback=warn).
+int step_problem(spank_t sp, const FrontState& st, const std::string& why) {
+    const bool say = speaks_for_step(sp);
+    const std::string who = "node " + node_name() + ": ";
+    if (st.site.fallback == Fallback::Fail) {
+        if (say) log_error(who + why + " (fallback=fail)");
+        return -1;
+    }
+    clear_variables(sp, true);
+    if (say) task_stderr("warning: " + who + why + "; running unbound (fallback=warn)");
+    return 0;
+}
+
+}  // namespace
+
+int front_prepare(spank_t sp) {
     FrontState& st = front_state();
-    st.step = FrontState::Step::NotOurs;
     st.engine = nullptr;
     st.engine_error.clear();
-    if (!step_scope(sp, st.site).ours) return 0;
-    const Mode mode = st.option_given ? st.choice.mode : st.site.default_mode;
-    if (st.option_error.empty() && mode == Mode::None) {
-        st.step = st.option_given ? FrontState::Step::ExplicitNone : FrontState::Step::Unbound;
-        return 0;
-    }
+    StepFacts facts = read_step_facts(sp);
+    facts.option_seen = st.option_seen;
+    facts.option_given = st.option_given;
+    facts.choice = st.choice;
+    facts.option_error = st.option_error;
+    st.step.site = st.site;
+    st.step.decision = decide_step(st.site, facts);
+    if (st.step.decision.action != Action::Bind) return 0;
     st.engine = load_stepd_engine(st.engine_error);
     if (!st.engine) {
-        st.step = FrontState::Step::EngineMissing;
         log_error("node " + node_name() + ": " + st.engine_error);  // slurmd's log, once per step
         return 0;
     }
-    st.step = FrontState::Step::Engine;
-    return st.engine->prepare(sp, ac, av, st.option_seen ? st.option_value.c_str() : nullptr);
+    return st.engine->prepare(sp, &st.step);
 }
 
 int front_task_init(spank_t sp) {
     FrontState& st = front_state();
-    switch (st.step) {
-        case FrontState::Step::NotOurs:
+    const StepDecision& d = st.step.decision;
+    switch (d.action) {
+        case Action::NotOurs:
+            clear_markers(sp);
             return 0;
-        case FrontState::Step::Unbound:
-        case FrontState::Step::ExplicitNone:
-            clear_variables(sp, st.step == FrontState::Step::ExplicitNone);
+        case Action::Unbound:
+        case Action::ExplicitNone:
+            clear_variables(sp, d.action == Action::ExplicitNone);
+            if (d.verbose && !d.message.empty() && speaks_for_step(sp)) task_stderr("node " + node_name() + ": " + d.message);
             return 0;
-        case FrontState::Step::Engine:
-            return st.engine->task_init(sp);
-        case FrontState::Step::EngineMissing:
-            break;
+        case Action::OptionError:
+            return step_problem(sp, st, d.message);  // came around srun's checks; escaped (log_text.hpp)
+        case Action::Bind:
+            if (st.engine) return st.engine->task_init(sp);
+            return step_problem(sp, st, st.engine_error);
     }
-    // An installation problem: said by local task 0 only (once per node and step).
-    int rank = -1;
-    const bool say = spank_get_item(sp, S_TASK_ID, &rank) == ESPANK_SUCCESS && rank == 0;
-    const std::string who = "node " + node_name() + ": ";
-    if (st.site.fallback == Fallback::Fail) {
-        if (say) log_error("error: " + who + st.engine_error + " (fallback=fail)");
-        return -1;
-    }
-    clear_variables(sp, true);
-    if (say) task_stderr("warning: " + who + st.engine_error + "; running unbound (fallback=warn)");
     return 0;
 }
 
 void front_exit() {
     FrontState& st = front_state();
-    if (st.step == FrontState::Step::Engine && st.engine) st.engine->exit();
-    st.step = FrontState::Step::NotOurs;
+    if (st.step.decision.action == Action::Bind && st.engine) st.engine->exit();
+    st.step.decision = StepDecision{};
 }
 
 }  // namespace numabind::spank

@@ -4,6 +4,7 @@
 #include "front.hpp"
 #include "messages.hpp"
 #include "numabind/error.hpp"
+#include "step_scope.hpp"
 
 namespace numabind::spank {
 
@@ -27,7 +28,6 @@ int option_callback(int /*val*/, const char* optarg, int remote) noexcept {
         FrontState& st = front_state();
         const std::string value = optarg ? optarg : "";
         st.option_seen = true;
-        st.option_value = value;
         try {
             st.choice = parse_option_value(value);
             st.option_given = true;
@@ -50,6 +50,7 @@ int option_callback(int /*val*/, const char* optarg, int remote) noexcept {
 }
 
 int local_init(spank_t sp) {
+    if (spank_context() == S_CTX_LOCAL) record_inherited_binding();  // srun: before it reads its options
     spank_err_t rc = spank_option_register(sp, &numa_binding_option);
     if (rc != ESPANK_SUCCESS) {
         log_error(std::string("cannot register --numa-binding: ") + spank_strerror(rc));

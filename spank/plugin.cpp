@@ -80,14 +80,14 @@ NB_EXPORT int slurm_spank_init(spank_t sp, int ac, char** av) {
     });
 }
 
-NB_EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char** av) {
+NB_EXPORT int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
     return nbs::guard("init_post_opt", [&] {
         switch (spank_context()) {
             case S_CTX_LOCAL:
             case S_CTX_ALLOCATOR:
                 return nbs::local_init_post_opt(sp);
             case S_CTX_REMOTE:
-                return nbs::front_prepare(sp, ac, av);
+                return nbs::front_prepare(sp);
             default:
                 return 0;
         }

@@ -10,10 +10,20 @@ namespace numabind::spank {
 
 namespace {
 
-constexpr const char* kVariables[] = {"NUMABIND_MODE", "NUMABIND_CPUS", "NUMABIND_MEMS", "NUMABIND_MEM_POLICY",
+constexpr const char* kVariables[] = {"NUMABIND_MODE",   "NUMABIND_CPUS",    "NUMABIND_MEMS",      "NUMABIND_MEM_POLICY",
                                       "NUMABIND_DEVICE", "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI"};
 
+bool set_and_nonempty(const std::optional<std::string>& v) { return v && !v->empty(); }
+
 }  // namespace
+
+void record_inherited_binding() {
+    for (auto [slurm, ours] : {std::pair{"SLURM_CPU_BIND", kInheritedCpuBind}, std::pair{"SLURM_MEM_BIND", kInheritedMemBind}}) {
+        const char* v = std::getenv(slurm);
+        if (v) setenv(ours, v, 1);
+        else unsetenv(ours);
+    }
+}
 
 std::optional<std::string> job_getenv(spank_t sp, const std::string& name) {
     std::vector<char> buf(512);
@@ -26,18 +36,44 @@ std::optional<std::string> job_getenv(spank_t sp, const std::string& name) {
     return std::nullopt;
 }
 
-StepScope step_scope(spank_t sp, const SiteConfig& site) {
-    StepScope s;
+bool job_level(StepKind kind) { return kind == StepKind::Batch || kind == StepKind::Interactive; }
+
+StepKind step_kind(spank_t sp) {
     uint32_t stepid = 0;
-    if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS || stepid == kExternStep) return s;
-    s.job_level = stepid == kBatchStep || stepid == kInteractiveStep ||
-                  job_getenv(sp, "SLURM_INTERACTIVE_STEP").value_or("") == "1";
-    s.ours = !s.job_level || site.batch_step;
-    return s;
+    if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS || stepid == kExternStep) return StepKind::Extern;
+    if (stepid == kBatchStep) return StepKind::Batch;
+    if (stepid == kInteractiveStep || job_getenv(sp, "SLURM_INTERACTIVE_STEP").value_or("") == "1")
+        return StepKind::Interactive;
+    if (job_getenv(sp, "SLURM_PTY_PORT")) return StepKind::PtyShell;
+    return StepKind::Normal;
+}
+
+StepFacts read_step_facts(spank_t sp) {
+    StepFacts f;
+    f.kind = step_kind(sp);
+    if (f.kind == StepKind::Extern) return f;
+    // srun sends SLURM_CPU_BIND / SLURM_MEM_BIND when the user asked for a binding, or when
+    // it inherited them from the task it runs in (recorded by the front in srun).
+    const auto cpu_bind = job_getenv(sp, "SLURM_CPU_BIND");
+    // --hint=nomultithread arrives as a "threads" binding with SLURM_THREADS_PER_CORE=1.
+    f.hint_nomultithread = job_getenv(sp, "SLURM_THREADS_PER_CORE").value_or("") == "1";
+    const bool from_hint = f.hint_nomultithread && job_getenv(sp, "SLURM_CPU_BIND_TYPE").value_or("") == "threads";
+    f.user_cpu_bind = !from_hint && typed_not_inherited(cpu_bind, job_getenv(sp, kInheritedCpuBind));
+    f.user_mem_bind = typed_not_inherited(job_getenv(sp, "SLURM_MEM_BIND"), job_getenv(sp, kInheritedMemBind));
+    f.has_gpus = set_and_nonempty(job_getenv(sp, job_level(f.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS"));
+    for (const char* v : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"})
+        f.has_gpus = f.has_gpus || job_getenv(sp, v).has_value();
+    return f;
+}
+
+void clear_markers(spank_t sp) {
+    spank_unsetenv(sp, kInheritedCpuBind);
+    spank_unsetenv(sp, kInheritedMemBind);
 }
 
 void clear_variables(spank_t sp, bool mode_none) {
     for (const char* v : kVariables) spank_unsetenv(sp, v);
+    clear_markers(sp);
     if (mode_none) spank_setenv(sp, "NUMABIND_MODE", "none", 1);
 }
 

@@ -1,7 +1,8 @@
-// numabind SPANK plugin: slurmstepd and task context. The topology is loaded and the
-// node share mapped once per step before the tasks fork; each task finds the GPUs it
-// holds, publishes them, waits (bounded) for the other local tasks, plans the node from
-// everybody's sets (the same plan in every task) and binds itself in task_init.
+// numabind SPANK plugin: slurmstepd and task context of a step the front decided binds
+// (step_policy.hpp). The topology is loaded and the node share mapped once per step before
+// the tasks fork; each task finds the GPUs it holds, publishes them, waits (bounded) for the
+// other local tasks, plans the node from everybody's sets (the same plan in every task) and
+// binds itself in task_init.
 #include <sched.h>
 #include <unistd.h>
 
@@ -11,7 +12,6 @@
 #include <optional>
 
 #include "context.hpp"
-#include "step_scope.hpp"
 #include "devices.hpp"
 #include "log_text.hpp"
 #include "numabind/binding.hpp"
@@ -23,10 +23,13 @@
 #include "numabind/report.hpp"
 #include "numabind/topology_cache.hpp"
 #include "numabind/visible.hpp"
+#include "step_scope.hpp"
 
 namespace numabind::spank {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 std::string join_list(const std::vector<int>& v) {
     std::string s;
@@ -55,12 +58,12 @@ TaskIds task_ids(spank_t sp) {
 }
 
 // Fallback for a failure: fail the task (fallback=fail) or run it unbound with
-// NUMABIND_MODE=none and no other NUMABIND_* (fallback=warn). Said once per step unless
-// `per_task`.
+// NUMABIND_MODE=none and no other NUMABIND_* (fallback=warn). Said once per step, cause
+// first, unless `per_task`.
 int give_up(spank_t sp, State& st, const std::string& who, const std::string& why, bool per_task = false) {
     const bool say = per_task || st.share.claim(NodeShare::Once::Failure);
     if (st.site.fallback == Fallback::Fail) {
-        if (say) log_error("error: " + who + ": " + why + " (fallback=fail)");
+        if (say) log_error(who + ": " + why + " (fallback=fail)");
         return -1;
     }
     clear_variables(sp, true);
@@ -68,17 +71,27 @@ int give_up(spank_t sp, State& st, const std::string& who, const std::string& wh
     return 0;
 }
 
-// This task's GPUs, by the rule in devices.hpp.
+// This task's GPUs, by the rule in devices.hpp: each known device file probed with open().
 TaskGpus own_gpus(spank_t sp, const State& st) {
     GpuFacts facts;
     facts.step_gpus = st.step_gpus;
-    if (!st.device_files.empty()) {
-        std::vector<int> held;
-        for (size_t i = 0; i < st.device_files.size(); ++i)
-            if (probe_device_file(st.device_files[i]).access == DeviceAccess::Held) held.push_back(static_cast<int>(i));
+    std::vector<int> held, unknown;
+    for (size_t i = 0; i < st.device_files.size(); ++i) {
+        const int idx = static_cast<int>(i);
+        if (st.device_files[i].empty()) {
+            unknown.push_back(idx);
+            continue;
+        }
+        switch (probe_device_file(st.device_files[i]).access) {
+            case DeviceAccess::Held: held.push_back(idx); break;
+            case DeviceAccess::Denied: break;
+            case DeviceAccess::Missing:  // gone since slurmstepd looked: not a denial
+            case DeviceAccess::Unknown: unknown.push_back(idx); break;
+        }
+    }
+    if (static_cast<int>(unknown.size()) < static_cast<int>(st.accelerators.size())) {
         facts.held = std::move(held);
-    } else {
-        facts.constrained = devices_constrained();
+        facts.unknown = std::move(unknown);
     }
     EnvLookup env = [sp](const std::string& name) { return job_getenv(sp, name); };
     UuidResolver nvml;  // dlopen NVML only when a UUID needs resolving
@@ -99,63 +112,91 @@ std::vector<int> ranks_in(const std::vector<Published>& all, Published::State st
 // No accelerator for this step: a site default does nothing (verbose says why, once); an
 // explicit --numa-binding says so once and runs unbound (fallback=warn) or fails.
 int no_gpu(spank_t sp, State& st, const std::string& why) {
-    if (!st.explicit_choice) {
+    if (!st.decision.explicit_choice) {
         clear_variables(sp, false);
-        if (st.verbose && st.share.claim(NodeShare::Once::NoGpu))
-            task_stderr(node_label(st) + ": " + why + "; site default " + to_string(st.mode) + " not applied");
+        if (st.decision.verbose && st.share.claim(NodeShare::Once::NoGpu))
+            task_stderr(node_label(st) + ": " + why + "; site default " + to_string(st.decision.mode) + " not applied");
         return 0;
     }
-    return give_up(sp, st, node_label(st), "--numa-binding=" + to_string(st.mode) + ": " + why);
+    return give_up(sp, st, node_label(st), "--numa-binding=" + to_string(st.decision.mode) + ": " + why);
+}
+
+NodePlan plan_from(const State& st, const std::vector<Published>& all, const AllowedSets& allowed, int ntasks) {
+    const NodeDevices nd = combine_node_devices(static_cast<int>(st.accelerators.size()), all);
+    PlanRequest req;
+    req.mode = st.decision.mode;
+    req.mem = st.decision.mem;
+    req.ntasks = ntasks;
+    req.visible_devices = nd.shared;
+    req.per_task_devices = nd.per_task;
+    req.allowed_cpus = allowed.cpus;
+    req.allowed_mems = allowed.mems;
+    req.min_cpus = st.min_cpus > 1 ? st.min_cpus : 0;
+    req.one_thread_per_core = st.decision.one_thread_per_core;
+    return plan_node(st.model, st.accelerators, req);
+}
+
+// A task that missed the exchange: the others planned it on GPUs nobody holds and bound
+// themselves. It binds to the GPUs it can open, on CPUs none of them uses where the mode
+// is exclusive; with other late tasks, only within its own share of their plan.
+TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Published& mine, const AllowedSets& allowed,
+                        int rank, std::vector<std::string>& notes) {
+    const NodePlan others_plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
+    TaskPlan stand_in = others_plan.tasks.at(static_cast<size_t>(rank));
+    if (mine.state != Published::State::Devices || mine.devices.empty()) return stand_in;
+    all[static_cast<size_t>(rank)] = mine;
+    NodePlan own_plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
+    TaskPlan own = own_plan.tasks.at(static_cast<size_t>(rank));
+    const bool exclusive = st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex;
+    if (exclusive) {
+        IdSet used;
+        for (size_t q = 0; q < others_plan.tasks.size(); ++q)
+            if (static_cast<int>(q) != rank) used |= others_plan.tasks[q].cpus;
+        own.cpus = own.cpus - used;
+        if (ranks_in(all, Published::State::Late).size() > 0) own.cpus &= stand_in.cpus | (allowed.cpus - used);
+        if (own.cpus.empty()) {
+            notes.push_back("this task reported its GPUs too late and every CPU near them is another task's; bound as "
+                            "the others planned it");
+            return stand_in;
+        }
+    }
+    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_list(own.devices) +
+                    (exclusive ? " on CPUs no other task uses" : ""));
+    own.device = nullptr;  // points into own_plan; set again by the caller
+    return own;
+}
+
+// Every warning of the plan, each once (they are the same in every task's plan).
+std::vector<std::string> step_warnings(const NodePlan& plan) {
+    std::vector<std::string> out = plan.warnings;
+    for (const TaskPlan& t : plan.tasks)
+        for (const std::string& w : t.warnings)
+            if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+    return out;
 }
 
 }  // namespace
 
 int stepd_prepare(spank_t sp) {
     State& st = state();
-    st.ours = st.active = st.explicit_choice = st.explicit_none = false;
+    st.active = false;
     st.step_gpus.reset();
-    st.skipped_reason.clear();
     st.prepare_error.clear();
+    st.notes.clear();
+    st.min_cpus = 0;
     st.model = Topology{};
     st.accelerators.clear();
     st.device_files.clear();
     st.share.destroy();
 
-    const StepScope scope = step_scope(sp, st.site);
-    if (!scope.ours) return 0;
-    const bool job_level = scope.job_level;
     uint32_t ntasks = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) ntasks = 1;
-    st.ours = true;
+    uint32_t cpus_per_task = 0;
+    if (spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpus_per_task) == ESPANK_SUCCESS && cpus_per_task < (1u << 20))
+        st.min_cpus = static_cast<int>(cpus_per_task);
     st.node_name = node_name();
-    if (!st.option_error.empty()) {
-        st.share.create(static_cast<int>(ntasks), 0);  // for the once-per-step message
-        return 0;
-    }
-
-    st.explicit_choice = st.option_given;
-    st.mode = st.explicit_choice ? st.choice.mode : st.site.default_mode;
-    st.mem = st.explicit_choice && st.choice.mem ? *st.choice.mem : st.site.mem;
-    st.verbose = st.site.verbose || (st.explicit_choice && st.choice.verbose);
-
-    if (st.mode == Mode::None) {
-        st.explicit_none = st.explicit_choice;
-        return 0;
-    }
-    if (!st.explicit_choice && st.site.respect_user_bind) {
-        // srun sends SLURM_CPU_BIND* / SLURM_MEM_BIND* only when the user asked for a
-        // binding (task/affinity rewrites them in every task later: look before the fork).
-        for (const char* v : {"SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND", "SLURM_MEM_BIND_TYPE", "SLURM_MEM_BIND"}) {
-            if (!job_getenv(sp, v)) continue;
-            const bool cpu = std::string(v).find("CPU") != std::string::npos;
-            st.skipped_reason = std::string(cpu ? "--cpu-bind" : "--mem-bind") + " given; site default " +
-                                to_string(st.mode) + " not applied (respect_user_bind=yes)";
-            st.share.create(static_cast<int>(ntasks), 0);
-            return 0;
-        }
-    }
-    st.step_gpus = job_getenv(sp, job_level ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
-    const auto t0 = std::chrono::steady_clock::now();
+    st.step_gpus = job_getenv(sp, job_level(st.decision.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
+    const auto t0 = Clock::now();
     try {
         // The node model from the per-boot model cache (/run/numabind, written here as root
         // by the first step that misses it), else from hwloc, which is then not kept: a step
@@ -175,12 +216,33 @@ int stepd_prepare(spank_t sp) {
             if (st.site.device_files.size() != accs.size())
                 throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
                             " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
-            for (const std::string& f : st.site.device_files)
-                files.push_back(expand_path(f, st.node_name, short_hostname()));
+            int unverified = 0;
+            for (size_t i = 0; i < accs.size(); ++i) {
+                std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
+                const DeviceFileCheck check = check_device_file(f, accs[i].pci);
+                const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
+                                          std::to_string(i) + " at " + accs[i].pci + ")";
+                switch (check.verdict) {
+                    case DeviceFileVerdict::Mismatch:
+                        // Binding by a wrongly ordered list puts every task on another GPU's node.
+                        throw Error(entry + " is not that accelerator's device file: " + check.detail +
+                                    "; list the files in accelerator (PCI) order (numabind topo lists them)");
+                    case DeviceFileVerdict::Missing:
+                        st.notes.push_back(entry + " does not exist; that GPU is found without it");
+                        f.clear();
+                        break;
+                    case DeviceFileVerdict::Unverifiable: ++unverified; break;
+                    case DeviceFileVerdict::Matches: break;
+                }
+                files.push_back(f);
+            }
+            if (unverified && st.decision.detail)
+                st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
+                                   " cannot be checked against the accelerators (no driver information or sysfs "
+                                   "entry for their device numbers); trusted as listed");
         } else {
-            // As root, before the fork: /proc/driver/nvidia and sysfs once per step.
+            // As root, before the fork: /proc/driver/nvidia and sysfs once per step; per device.
             for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
-            if (std::any_of(files.begin(), files.end(), [](const std::string& f) { return f.empty(); })) files.clear();
         }
         st.accelerators = std::move(accs);
         st.device_files = std::move(files);
@@ -193,7 +255,7 @@ int stepd_prepare(spank_t sp) {
         st.device_files.clear();
         st.prepare_error = e.what();
     }
-    st.prepare_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    st.prepare_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     if (!st.share.create(static_cast<int>(ntasks), static_cast<int>(st.accelerators.size())) && st.active)
         st.prepare_error = "cannot map the node share for " + std::to_string(ntasks) + " local task(s)";
     if (!st.prepare_error.empty()) st.active = false;
@@ -203,27 +265,18 @@ int stepd_prepare(spank_t sp) {
 namespace {
 
 int task_init(spank_t sp, State& st) {
-    if (!st.ours) return 0;
-    if (!st.option_error.empty()) {
-        // A value that came around srun's checks: reported once, escaped (log_text.hpp).
-        return give_up(sp, st, node_label(st), st.option_error);
-    }
     if (!st.prepare_error.empty()) return give_up(sp, st, node_label(st), st.prepare_error);
-    if (!st.active) {
-        clear_variables(sp, st.explicit_none);
-        if (st.verbose && !st.skipped_reason.empty() && st.share.claim(NodeShare::Once::Skipped))
-            task_stderr(node_label(st) + ": " + st.skipped_reason);
-        return 0;
-    }
-    if (st.model.cores.empty()) return give_up(sp, st, node_label(st), "internal error: no topology for an active step");
+    if (!st.active || st.model.cores.empty())
+        return give_up(sp, st, node_label(st), "internal error: no topology for a step that binds");
+    if (!st.notes.empty() && st.share.claim(NodeShare::Once::Notes))
+        for (const std::string& n : st.notes) task_stderr("warning: " + node_label(st) + ": " + n);
     if (st.accelerators.empty())
         return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
                               "devices=class=0x0302)");
 
     const TaskIds id = task_ids(sp);
-    const std::string who = node_label(st) + " task " + std::to_string(id.global) + " (local rank " +
+    const std::string who = node_label(st) + " task " + std::to_string(id.global) + " (local " +
                             std::to_string(id.rank) + ")";
-    using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     auto us_since = [](Clock::time_point a, Clock::time_point b) {
         return std::to_string(static_cast<long>(std::chrono::duration<double, std::micro>(b - a).count()));
@@ -259,32 +312,26 @@ int task_init(spank_t sp, State& st) {
     if (!own_error.empty()) return give_up(sp, st, who, own_error, true);
 
     // 2. The node's device sets, the same in every task.
-    if (std::none_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); }))
-        return no_gpu(sp, st, "no GPU allocated to this step on this node");
+    const bool any_gpu = std::any_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); });
+    if (!any_gpu && p.devices.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
     const std::vector<int> late = ranks_in(all, Published::State::Late);
     if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
         task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) + " did not report their GPUs within " +
-                    std::to_string(kShareTimeoutMs / 1000) + " s; planned on GPUs no task holds");
-    const NodeDevices nd = combine_node_devices(static_cast<int>(st.accelerators.size()), all);
+                    std::to_string(kShareTimeoutMs / 1000) + " s; the others were planned on their own GPUs");
 
     // 3. Plan the node, bind this task.
     std::string step_failure = allowed_error;
     TaskPlan task;
+    std::vector<std::string> task_notes;
     if (step_failure.empty()) {
         try {
-            PlanRequest req;
-            req.mode = st.mode;
-            req.mem = st.mem;
-            req.ntasks = static_cast<int>(id.ntasks);
-            req.visible_devices = nd.shared;
-            req.per_task_devices = nd.per_task;
-            req.allowed_cpus = std::move(allowed.cpus);
-            req.allowed_mems = std::move(allowed.mems);
-            NodePlan plan = plan_node(st.model, st.accelerators, req);
-            task = plan.tasks.at(static_cast<size_t>(id.rank));
-            for (const std::string& w : plan.warnings) task.warnings.push_back(w);
+            NodePlan plan = plan_from(st, all, allowed, static_cast<int>(id.ntasks));
+            if (!step_warnings(plan).empty() && st.share.claim(NodeShare::Once::Warnings))
+                for (const std::string& w : step_warnings(plan)) task_stderr("warning: " + node_label(st) + ": " + w);
+            task = in_time ? plan.tasks.at(static_cast<size_t>(id.rank))
+                           : late_task_plan(st, all, p, allowed, id.rank, task_notes);
             // The device pointer must outlive `plan`: point it into our own accelerator list.
-            if (task.device) task.device = &st.accelerators.at(static_cast<size_t>(task.device->index));
+            task.device = task.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(task.devices.front()));
         } catch (const std::exception& e) {
             step_failure = e.what();  // the same in every task: said once
         }
@@ -306,29 +353,28 @@ int task_init(spank_t sp, State& st) {
         return rc;
     }
     if (!applied.ok) return give_up(sp, st, who, applied.error, true);
-    for (std::string& w : applied.warnings) task.warnings.push_back(std::move(w));
-    for (const std::string& w : mine.warnings) task.warnings.push_back(w);
-    if (!in_time) task.warnings.push_back("this task reported its GPUs too late; bound as the others planned it");
+    // What concerns this task alone is said by it, verbose or not.
+    for (const std::string& w : applied.warnings) task_notes.push_back(w);
+    for (const std::string& w : mine.warnings) task_notes.push_back(w);
+    for (const std::string& n : task_notes) task_stderr("warning: " + who + ": " + n);
     clear_variables(sp, false);
-    export_binding_env(st.mode, task, [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
+    export_binding_env(st.decision.mode, task,
+                       [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
 
-    if (st.verbose) {
-        std::string line = who + ": mode " + to_string(st.mode) + ", device ";
-        if (task.device) {
-            line += std::to_string(task.device->index) + " (" + task.device->pci + ") on NUMA " + join(task.device->home_nodes);
-        } else {
-            line += "-";
+    if (st.decision.verbose) {
+        // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
+        std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
+        if (task.device) line += " (NUMA " + join(task.device->home_nodes) + ")";
+        line += ", CPUs " + task.cpus.to_string() + ", memory ";
+        line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
+                                                                 : to_string(task.mem) + " " + join(task.mems);
+        if (st.decision.detail) {
+            const auto t_end = Clock::now();
+            line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +
+                    " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " + us_since(t_own, t_shared) + ", plan " +
+                    us_since(t_shared, t_planned) + ", bind " + us_since(t_planned, t_end) + "; step setup " +
+                    std::to_string(static_cast<long>(st.prepare_us)) + " us)";
         }
-        line += ", cpus " + task.cpus.to_string() + ", mems " + (task.mems.empty() ? "-" : join(task.mems)) + " (" +
-                to_string(task.mem) + "), devices " + join_list(task.devices) + " (holds " + join_list(mine.devices) +
-                ": " + mine.source + ")";
-        for (const std::string& w : task.warnings) line += "; warning: " + w;
-        // Where a task's time goes (the wait is for the other local tasks' device sets).
-        const auto t_end = Clock::now();
-        line += "; took " + us_since(t0, t_end) + " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " +
-                us_since(t_own, t_shared) + ", plan " + us_since(t_shared, t_planned) + ", bind " +
-                us_since(t_planned, t_end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +
-                " us)";
         task_stderr(line);
     }
     binding.keep();
@@ -354,7 +400,7 @@ int stepd_task_init(spank_t sp) {
 
 void stepd_exit() {
     State& st = state();
-    st.active = st.ours = false;
+    st.active = false;
     st.share.destroy();
     st.accelerators.clear();
     st.device_files.clear();

@@ -13,17 +13,18 @@ extern "C" {
 
 /* The engine's file, beside the front's own. */
 #define NUMABIND_STEPD_FILE "numabind_stepd.so"
-/* The one symbol the engine exports: a struct numabind_stepd_api. A change of this
- * interface gets a new name. */
+/* The one symbol the engine exports: a struct numabind_stepd_api. The front accepts only
+ * an engine of its own build (`build`), so the struct may change between builds. */
 #define NUMABIND_STEPD_SYMBOL "numabind_stepd_v1"
 
 struct numabind_stepd_api {
     /* The build the engine comes from; the front refuses an engine of another build. */
     const char *build;
-    /* slurmstepd, before the tasks fork: the plugstack arguments, and the --numa-binding
-     * value as slurmstepd passed it (NULL: not given). Returns 0; problems are reported in
+    /* slurmstepd, before the tasks fork, for a step the front decided binds: `step` is the
+     * front's numabind::spank::EngineStep (step_policy.hpp: the parsed plugstack arguments
+     * and the step decision; same build, checked). Returns 0; problems are reported in
      * task_init, where srun shows them. */
-    int (*prepare)(spank_t sp, int ac, char **av, const char *option_value);
+    int (*prepare)(spank_t sp, const void *step);
     /* Each task, right before its program: 0, or -1 under fallback=fail. */
     int (*task_init)(spank_t sp);
     void (*exit)(void);

@@ -3,7 +3,6 @@
 // slurmstepd.
 #include <exception>
 #include <string>
-#include <vector>
 
 #include "context.hpp"
 #include "numabind/error.hpp"
@@ -18,21 +17,12 @@ State& state() {
 
 namespace {
 
-int prepare(spank_t sp, int ac, char** av, const char* option_value) noexcept {
+int prepare(spank_t sp, const void* step) noexcept {
     try {
         State& st = state();
-        st.option_given = false;
-        st.option_error.clear();
-        // The front has parsed both already (same code, strict): here for the engine's own copy.
-        st.site = parse_site_config(std::vector<std::string>(av, av + ac));
-        if (option_value) {
-            try {
-                st.choice = parse_option_value(option_value);
-                st.option_given = true;
-            } catch (const UsageError& e) {
-                st.option_error = e.what();  // came around srun's checks: the tasks report it
-            }
-        }
+        const auto* handed = static_cast<const EngineStep*>(step);  // the front's, same build
+        st.site = handed->site;
+        st.decision = handed->decision;
         return stepd_prepare(sp);
     } catch (const std::exception& e) {
         try {

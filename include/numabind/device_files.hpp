@@ -31,11 +31,22 @@ struct DeviceProbe {
 // open(path, O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_NOCTTY), closed again at once.
 DeviceProbe probe_device_file(const std::string& path);
 
-}  // namespace numabind
+// Whether `path` (an admin's device_files= entry) is the device file of the accelerator at
+// PCI address `pci`, from what the file is: its device number (stat) against the NVIDIA
+// driver's "Device Minor" of that address (/proc/driver/nvidia/gpus/<addr>/information,
+// major 195), else against the char device's sysfs entry (/sys/dev/char/MAJ:MIN), whose
+// real path names the PCI function it belongs to (DRM render nodes, accel, Habana, ...).
+enum class DeviceFileVerdict {
+    Matches,       // the file is that accelerator's
+    Mismatch,      // the file belongs to another PCI device (or another NVIDIA minor)
+    Missing,       // no such file (ENOENT)
+    Unverifiable,  // exists, but nothing readable ties it to a PCI address (detail says why)
+};
+struct DeviceFileCheck {
+    DeviceFileVerdict verdict = DeviceFileVerdict::Unverifiable;
+    std::string detail;  // one phrase, e.g. "char 195:3, NVIDIA minor of 0000:3b:00.0 is 5"
+};
+DeviceFileCheck check_device_file(const std::string& path, const std::string& pci, const std::string& procfs_root = "",
+                                  const std::string& sysfs_root = "");
 
-namespace numabind {
-// Whether this process's device cgroup (cgroup v1 "devices" controller) restricts it:
-// false when it allows everything ("a *:* rwm"), true when it lists devices, nullopt when
-// it cannot be told (cgroup v2 uses an eBPF program that cannot be read back).
-std::optional<bool> devices_constrained();
 }  // namespace numabind

@@ -35,6 +35,12 @@ struct PlanRequest {
     std::vector<std::vector<int>> per_task_devices;
     IdSet allowed_cpus;  // empty: every PU of the topology
     IdSet allowed_mems;  // OS NUMA indexes the task may allocate on; empty: all
+    // The CPUs each task was given by its launcher (Slurm's --cpus-per-task): no task gets
+    // fewer; a home too small is extended to the nearest NUMA nodes. 0: no minimum.
+    int min_cpus = 0;
+    // One hardware thread per core (Slurm's --hint=nomultithread): the first allowed PU of
+    // each core, in every mode.
+    bool one_thread_per_core = false;
 };
 
 // Which devices each local task owns (physical indexes). A task with its own list owns

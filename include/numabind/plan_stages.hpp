@@ -33,6 +33,14 @@ struct Home {
 Home home_of(const Topology& topo, const std::vector<Accelerator>& accelerators, const std::vector<int>& devices,
              const IdSet& allowed);
 
+// 2b. A home widened to `need` CPUs: the home's own CPUs first, then whole NUMA nodes by
+// distance from the devices' nodes (ties: OS index), until it holds `need` allowed CPUs or
+// none are left. Returns whether it grew.
+bool widen_home(const Topology& topo, Home& home, const IdSet& allowed, int need);
+
+// 2c. The first allowed PU of each core (one hardware thread per core).
+IdSet one_thread_per_core(const Topology& topo, const IdSet& allowed);
+
 // 3a. Tasks whose homes share a CPU, directly or through a chain, form a pool; exclusive
 // modes never give one CPU to two tasks of a pool. Pools in order of their first task;
 // tasks inside a pool in order (first owned device, rank).
@@ -65,6 +73,13 @@ std::vector<IdSet> split_core_complex_pool(const Topology& topo, const std::vect
                                            const std::vector<Home>& homes,
                                            const std::vector<std::vector<int>>& devices,
                                            const std::vector<int>& pool, std::vector<std::string>& warnings);
+
+// 3f. Tops up a task's CPUs to `need`: allowed PUs by NUMA distance from `device_nodes`
+// (the nearest first, whole cores in logical order), those of no other task (`taken`)
+// first, then — only when nothing else is left — shared ones. Returns how many of the added
+// CPUs are shared with other tasks.
+int top_up_cpus(const Topology& topo, const std::vector<int>& device_nodes, const IdSet& allowed, const IdSet& taken,
+                int need, IdSet& cpus);
 
 // 4. Memory nodes: the devices' home nodes the task may allocate on; when none is
 // allowed, the allowed nodes that give it its CPUs (warned unless the policy is none).

@@ -238,6 +238,81 @@ Home home_of(const Topology& topo, const std::vector<Accelerator>& accs, const s
     return home;
 }
 
+namespace {
+
+// NUMA nodes with CPUs by distance from `from` (the nearest first, ties by OS index).
+std::vector<const NumaNode*> nodes_by_distance(const Topology& topo, const std::vector<int>& from) {
+    std::vector<std::pair<int, const NumaNode*>> order;
+    for (const NumaNode& n : topo.numa_nodes) {
+        if (!n.has_cpus()) continue;
+        int d = from.empty() ? 0 : INT_MAX;
+        for (int h : from) d = std::min(d, topo.distance(h, n.os_index));
+        order.emplace_back(d, &n);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        return std::make_pair(a.first, a.second->os_index) < std::make_pair(b.first, b.second->os_index);
+    });
+    std::vector<const NumaNode*> out;
+    for (const auto& [d, n] : order) out.push_back(n);
+    return out;
+}
+
+}  // namespace
+
+bool widen_home(const Topology& topo, Home& home, const IdSet& allowed, int need) {
+    if (need <= 0 || home.cpus.size() >= need) return false;
+    bool grew = false;
+    for (const NumaNode* n : nodes_by_distance(topo, home.device_nodes)) {
+        if (home.cpus.size() >= need) break;
+        if (std::find(home.nodes.begin(), home.nodes.end(), n->os_index) != home.nodes.end()) continue;
+        const IdSet extra = n->pus & allowed;
+        if (extra.empty()) continue;
+        home.cpus |= extra;
+        home.nodes.push_back(n->os_index);
+        grew = true;
+    }
+    return grew;
+}
+
+IdSet one_thread_per_core(const Topology& topo, const IdSet& allowed) {
+    IdSet out;
+    for (const Core& c : topo.cores) {
+        if (!c.pus.intersects(allowed)) continue;
+        const IdSet mine = c.pus & allowed;
+        out.insert(mine.ids().front());
+    }
+    // PUs outside every core (a topology without cores): kept as they are.
+    IdSet in_cores;
+    for (const Core& c : topo.cores) in_cores |= c.pus;
+    return out | (allowed - in_cores);
+}
+
+int top_up_cpus(const Topology& topo, const std::vector<int>& device_nodes, const IdSet& allowed, const IdSet& taken,
+                int need, IdSet& cpus) {
+    int shared = 0;
+    for (int pass = 0; pass < 2 && cpus.size() < need; ++pass) {
+        for (const NumaNode* n : nodes_by_distance(topo, device_nodes)) {
+            for (const Core& c : topo.cores) {
+                if (!c.pus.intersects(n->pus)) continue;
+                for (int pu : (c.pus & n->pus & allowed).ids()) {
+                    if (cpus.size() >= need) return shared;
+                    if (cpus.contains(pu) || (pass == 0 && taken.contains(pu))) continue;
+                    cpus.insert(pu);
+                    shared += pass;
+                }
+            }
+        }
+        // PUs outside every NUMA node, last
+        for (int pu : (allowed - topo.pus_of_nodes(topo.cpu_nodes())).ids()) {
+            if (cpus.size() >= need) return shared;
+            if (cpus.contains(pu) || (pass == 0 && taken.contains(pu))) continue;
+            cpus.insert(pu);
+            shared += pass;
+        }
+    }
+    return shared;
+}
+
 // ---- 3. CPUs per mode ----
 
 std::vector<std::vector<int>> pools_of(const std::vector<Home>& homes, const std::vector<std::vector<int>>& devices) {
@@ -521,6 +596,12 @@ std::vector<int> memory_nodes(const Home& home, const IdSet& allowed_mems, MemPo
     std::vector<int> usable;
     for (int n : home.device_nodes)
         if (allowed_mems.contains(n)) usable.push_back(n);
+    const bool cpus_elsewhere = !home.nodes.empty() && std::none_of(home.nodes.begin(), home.nodes.end(), [&](int n) {
+        return std::find(home.device_nodes.begin(), home.device_nodes.end(), n) != home.device_nodes.end();
+    });
+    if (!usable.empty() && cpus_elsewhere && policy != MemPolicy::None)
+        warnings.push_back("memory policy " + to_string(policy) + " keeps memory on the devices' NUMA node(s) " +
+                           join_ints(usable) + " while the CPUs come from node(s) " + join_ints(home.nodes));
     if (!usable.empty()) return usable;
     // The devices' memory is off limits: the nodes that give the task its CPUs are next best.
     for (int n : home.nodes)
@@ -553,6 +634,30 @@ std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>&
     return owned;
 }
 
+namespace {
+
+// The last guarantee of min_cpus, after the modes split the homes: a task still short (an
+// uneven split, threads thinned by the allowed set) is topped up, other tasks' CPUs last.
+void top_up_tasks(const Topology& topo, const std::vector<planning::Home>& homes, const IdSet& allowed, int min_cpus,
+                  bool exclusive, NodePlan& plan) {
+    std::vector<int> shared_tasks;
+    for (size_t r = 0; r < plan.tasks.size(); ++r) {
+        TaskPlan& t = plan.tasks[r];
+        if (t.cpus.size() >= min_cpus) continue;
+        IdSet taken;
+        if (exclusive)
+            for (size_t q = 0; q < plan.tasks.size(); ++q)
+                if (q != r) taken |= plan.tasks[q].cpus;
+        if (planning::top_up_cpus(topo, homes[r].device_nodes, allowed, taken, min_cpus, t.cpus) > 0 && exclusive)
+            shared_tasks.push_back(static_cast<int>(r));
+    }
+    if (!shared_tasks.empty())
+        plan.warnings.push_back("task(s) " + planning::join_ints(shared_tasks) + ": not enough free CPUs for " +
+                                std::to_string(min_cpus) + " CPUs per task; they share some with other tasks");
+}
+
+}  // namespace
+
 NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& accelerators, const PlanRequest& req) {
     using namespace planning;
     NodePlan plan;
@@ -561,11 +666,12 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
     const int ntasks = req.ntasks;
     if (ntasks < 1) throw UsageError("invalid task count " + std::to_string(ntasks) + " (must be at least 1)");
     const IdSet all = topo.all_pus();
-    const IdSet allowed = req.allowed_cpus.empty() ? all : (req.allowed_cpus & all);
-    if (allowed.empty()) {
+    const IdSet given = req.allowed_cpus.empty() ? all : (req.allowed_cpus & all);
+    if (given.empty()) {
         throw Error("none of the allowed CPUs (" + req.allowed_cpus.to_string() + ") exists in the topology (" +
                     all.to_string() + ")");
     }
+    const IdSet allowed = req.one_thread_per_core ? one_thread_per_core(topo, given) : given;
 
     const int ndev = static_cast<int>(accelerators.size());
     const std::vector<std::vector<int>> devices = devices_per_task(req, ndev);
@@ -586,9 +692,20 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
     if (std::any_of(devices.begin(), devices.end(), [](const auto& d) { return d.empty(); }))
         throw Error("no visible accelerator for the tasks (the visible device list is empty)");
 
+    const bool exclusive = req.mode == Mode::Exclusive || req.mode == Mode::CoreComplex;
     std::vector<Home> homes;
+    for (int r = 0; r < ntasks; ++r) homes.push_back(home_of(topo, accelerators, devices[r], allowed));
+    // No task gets fewer CPUs than its launcher gave it: a home that cannot hold its tasks'
+    // CPUs (all of them where exclusive modes split it) grows to the nearest nodes.
+    std::vector<Home> narrow = homes;
+    std::vector<int> widened;
     for (int r = 0; r < ntasks; ++r) {
-        homes.push_back(home_of(topo, accelerators, devices[r], allowed));
+        int sharing = 1;
+        if (exclusive)
+            for (int q = 0; q < ntasks; ++q) sharing += q != r && narrow[q].cpus == narrow[r].cpus ? 1 : 0;
+        if (widen_home(topo, homes[r], allowed, req.min_cpus * sharing)) widened.push_back(r);
+    }
+    for (int r = 0; r < ntasks; ++r) {
         TaskPlan& t = plan.tasks[r];
         t.warnings = homes[r].warnings;
         t.mems = memory_nodes(homes[r], req.allowed_mems, req.mem, t.warnings);
@@ -615,6 +732,13 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
         case Mode::None:
             break;
     }
+    if (req.min_cpus > 0) top_up_tasks(topo, homes, allowed, req.min_cpus, exclusive, plan);
+    if (!widened.empty())
+        plan.warnings.push_back("task(s) " + join_ints(widened) + ": " + std::to_string(req.min_cpus) +
+                                " CPUs per task do not fit on the GPU's NUMA node(s) " +
+                                join_ints(narrow[widened.front()].nodes) + " (" +
+                                std::to_string(narrow[widened.front()].cpus.size()) +
+                                " allowed CPUs); extended to the nearest node(s) " + join_ints(homes[widened.front()].nodes));
     return plan;
 }
 

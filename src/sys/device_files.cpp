@@ -3,11 +3,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace numabind {
@@ -47,9 +52,10 @@ std::string kernel_pci_address(const std::string& pci) {
     return a;
 }
 
-// NVIDIA's driver names its GPU directories like the kernel, in lower case.
-std::string nvidia_device_file(const std::string& addr, const std::string& procfs) {
-    std::string file;
+// The NVIDIA driver's minor number for a GPU (its directories are named like the kernel's,
+// in lower case), -1 when the driver does not know the address.
+int nvidia_minor(const std::string& addr, const std::string& procfs) {
+    int minor = -1;
     for_lines(read_text(procfs + "/proc/driver/nvidia/gpus/" + addr + "/information"), [&](const std::string& line) {
         const std::string key = "Device Minor:";
         if (line.compare(0, key.size(), key) != 0) return false;
@@ -57,10 +63,15 @@ std::string nvidia_device_file(const std::string& addr, const std::string& procf
         while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
         size_t j = i;
         while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
-        if (j > i && j - i <= 6) file = "/dev/nvidia" + line.substr(i, j - i);
+        if (j > i && j - i <= 6) minor = std::stoi(line.substr(i, j - i));
         return true;
     });
-    return file;
+    return minor;
+}
+
+std::string nvidia_device_file(const std::string& addr, const std::string& procfs) {
+    const int minor = nvidia_minor(addr, procfs);
+    return minor < 0 ? std::string() : "/dev/nvidia" + std::to_string(minor);
 }
 
 std::string drm_render_file(const std::string& addr, const std::string& sysfs) {
@@ -113,24 +124,67 @@ DeviceProbe probe_device_file(const std::string& path) {
     return p;
 }
 
-}  // namespace numabind
+namespace {
 
-namespace numabind {
+constexpr int kNvidiaMajor = 195;
 
-std::optional<bool> devices_constrained() {
-    std::optional<bool> result;
-    for_lines(read_text("/proc/self/cgroup"), [&](const std::string& line) {
-        // "4:devices:/slurm/uid_0/job_12/step_0/task_1"
-        const size_t a = line.find(':');
-        const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
-        if (b == std::string::npos) return false;
-        const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",";
-        if (controllers.find(",devices,") == std::string::npos) return false;
-        const std::string list = read_text("/sys/fs/cgroup/devices" + line.substr(b + 1) + "/devices.list");
-        if (!list.empty()) result = list.substr(0, list.find('\n')) != "a *:* rwm";
-        return true;
-    });
-    return result;
+// The last path component that looks like a PCI address ("0000:3b:00.0"), "" when none.
+std::string last_pci_component(const std::string& path) {
+    std::string found;
+    size_t start = 0;
+    while (start < path.size()) {
+        size_t end = path.find('/', start);
+        if (end == std::string::npos) end = path.size();
+        const std::string part = path.substr(start, end - start);
+        if (part.size() == 12 && part[4] == ':' && part[7] == ':' && part[10] == '.' &&
+            std::all_of(part.begin(), part.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; }))
+            found = part;
+        start = end + 1;
+    }
+    return found;
+}
+
+}  // namespace
+
+DeviceFileCheck check_device_file(const std::string& path, const std::string& pci, const std::string& procfs_root,
+                                  const std::string& sysfs_root) {
+    DeviceFileCheck c;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) {
+        const int err = errno;
+        c.verdict = err == ENOENT ? DeviceFileVerdict::Missing : DeviceFileVerdict::Unverifiable;
+        c.detail = std::string(err == ENOENT ? "no such file" : "cannot stat it: ") + (err == ENOENT ? "" : std::strerror(err));
+        return c;
+    }
+    if (!S_ISCHR(st.st_mode)) {
+        c.verdict = DeviceFileVerdict::Mismatch;
+        c.detail = "not a character device";
+        return c;
+    }
+    const unsigned maj = major(st.st_rdev), min = minor(st.st_rdev);
+    const std::string number = "char " + std::to_string(maj) + ":" + std::to_string(min);
+    const std::string addr = kernel_pci_address(pci);
+    const int nv = nvidia_minor(addr, procfs_root);
+    if (nv >= 0) {
+        const bool same = maj == kNvidiaMajor && static_cast<int>(min) == nv;
+        c.verdict = same ? DeviceFileVerdict::Matches : DeviceFileVerdict::Mismatch;
+        c.detail = number + ", the NVIDIA driver's minor of " + addr + " is " + std::to_string(nv);
+        return c;
+    }
+    char real[PATH_MAX];
+    const std::string link = sysfs_root + "/sys/dev/char/" + std::to_string(maj) + ":" + std::to_string(min);
+    if (realpath(link.c_str(), real)) {
+        const std::string owner = last_pci_component(real);
+        if (owner.empty()) {
+            c.detail = number + " is not a PCI device's (" + std::string(real).substr(sysfs_root.size()) + ")";
+            return c;
+        }
+        c.verdict = owner == addr ? DeviceFileVerdict::Matches : DeviceFileVerdict::Mismatch;
+        c.detail = number + " belongs to PCI " + owner;
+        return c;
+    }
+    c.detail = number + ": no NVIDIA driver information for " + addr + " and no sysfs entry for the device number";
+    return c;
 }
 
 }  // namespace numabind

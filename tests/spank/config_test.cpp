@@ -25,10 +25,10 @@ TEST(SpankOption, ModesAndFlags) {
     UserChoice c = parse_option_value("exclusive");
     EXPECT_EQ(c.mode, nb::Mode::Exclusive);
     EXPECT_FALSE(c.mem.has_value());
-    EXPECT_FALSE(c.verbose);
+    EXPECT_EQ(c.verbose_level, 0);
     c = parse_option_value("core-complex,verbose,mem=interleave");
     EXPECT_EQ(c.mode, nb::Mode::CoreComplex);
-    EXPECT_TRUE(c.verbose);
+    EXPECT_EQ(c.verbose_level, 1);
     ASSERT_TRUE(c.mem.has_value());
     EXPECT_EQ(*c.mem, nb::MemPolicy::Interleave);
     EXPECT_EQ(parse_option_value("none").mode, nb::Mode::None);
@@ -56,7 +56,7 @@ TEST(SpankSite, Defaults) {
     EXPECT_EQ(s.default_mode, nb::Mode::None);
     EXPECT_EQ(s.mem, nb::MemPolicy::Prefer);
     EXPECT_EQ(s.fallback, Fallback::Warn);
-    EXPECT_FALSE(s.verbose);
+    EXPECT_EQ(s.verbose_level, 0);
     EXPECT_TRUE(s.respect_user_bind);
     EXPECT_TRUE(s.device_files.empty());
     EXPECT_FALSE(s.batch_step);
@@ -71,13 +71,15 @@ TEST(SpankSite, EveryKey) {
     EXPECT_EQ(s.default_mode, nb::Mode::Socket);
     EXPECT_EQ(s.mem, nb::MemPolicy::Bind);
     EXPECT_EQ(s.fallback, Fallback::Fail);
-    EXPECT_TRUE(s.verbose);
+    EXPECT_EQ(s.verbose_level, 1);
     EXPECT_EQ(s.devices, "10de,class=0x1200");
     EXPECT_EQ(s.topology, "/etc/topo/%n.xml");
     EXPECT_FALSE(s.respect_user_bind);
     EXPECT_EQ(s.device_files, (std::vector<std::string>{"/dev/nvidia1", "/d/%n/nvidia0"}));
     EXPECT_TRUE(s.batch_step);
-    EXPECT_FALSE(parse_site_config({"verbose=no"}).verbose);
+    EXPECT_EQ(parse_site_config({"verbose=no"}).verbose_level, 0);
+    EXPECT_EQ(parse_site_config({"verbose=2"}).verbose_level, 2);
+    EXPECT_EQ(parse_option_value("node,verbose=2").verbose_level, 2);
 }
 
 TEST(SpankSite, StrictParsing) {

@@ -64,3 +64,39 @@ TEST(DeviceFiles, ProbeTellsHeldFromMissing) {
     }
     std::system(("rm -rf '" + root + "'").c_str());
 }
+
+// device_files= entries checked against what the file is (issue 20 item 4): the expected
+// verdicts follow from the fake tree built here (minor numbers, sysfs links), not from
+// numabind.
+TEST(DeviceFiles, CheckAgainstNvidiaMinorAndSysfs) {
+    const std::string root = temp_dir();
+    const std::string nv3 = root + "/dev/nvidia3", nv5 = root + "/dev/nvidia5", render = root + "/dev/renderD128";
+    std::system(("mkdir -p '" + root + "/dev'").c_str());
+    if (mknod(nv3.c_str(), S_IFCHR | 0666, makedev(195, 3)) != 0 || mknod(nv5.c_str(), S_IFCHR | 0666, makedev(195, 5)) != 0 ||
+        mknod(render.c_str(), S_IFCHR | 0666, makedev(226, 128)) != 0) {
+        std::system(("rm -rf '" + root + "'").c_str());
+        GTEST_SKIP() << "mknod needs root";
+    }
+    write_file(root + "/proc/driver/nvidia/gpus/0000:3b:00.0/information", "Model: x\nDevice Minor: \t 5\n");
+    using V = nb::DeviceFileVerdict;
+    EXPECT_EQ(nb::check_device_file(nv5, "0000:3B:00.0", root, root).verdict, V::Matches);
+    nb::DeviceFileCheck wrong = nb::check_device_file(nv3, "0000:3b:00.0", root, root);
+    EXPECT_EQ(wrong.verdict, V::Mismatch);
+    EXPECT_NE(wrong.detail.find("195:3"), std::string::npos) << wrong.detail;
+    EXPECT_NE(wrong.detail.find("5"), std::string::npos) << wrong.detail;
+    EXPECT_EQ(nb::check_device_file(root + "/dev/nvidia9", "0000:3b:00.0", root, root).verdict, V::Missing);
+    // No driver information for the address and no sysfs entry: cannot be told.
+    EXPECT_EQ(nb::check_device_file(nv3, "0000:af:00.0", root, root).verdict, V::Unverifiable);
+    // A DRM render node: /sys/dev/char/226:128 leads to its PCI function.
+    write_file(root + "/sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/drm/renderD128/uevent", "");
+    std::system(("mkdir -p '" + root + "/sys/dev/char' && ln -s ../../devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/drm/renderD128 '" +
+                 root + "/sys/dev/char/226:128'").c_str());
+    EXPECT_EQ(nb::check_device_file(render, "0000:c1:00.0", root, root).verdict, V::Matches);
+    nb::DeviceFileCheck other = nb::check_device_file(render, "0000:c2:00.0", root, root);
+    EXPECT_EQ(other.verdict, V::Mismatch);
+    EXPECT_NE(other.detail.find("0000:c1:00.0"), std::string::npos) << other.detail;
+    // Not a device at all.
+    write_file(root + "/plain", "x");
+    EXPECT_EQ(nb::check_device_file(root + "/plain", "0000:c1:00.0", root, root).verdict, V::Mismatch);
+    std::system(("rm -rf '" + root + "'").c_str());
+}

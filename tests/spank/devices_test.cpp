@@ -54,7 +54,7 @@ TEST(TaskGpus, ConstrainedLocalIndexCountsOverWhatTheTaskCanOpen) {
     // a step-level allocation of 2 GPUs, both open to the task: 0,1 are the held ones
     TaskGpus t = resolve(held({1, 2}, "1,2"), {{"CUDA_VISIBLE_DEVICES", "0,1"}});
     EXPECT_EQ(t.devices, (std::vector<int>{1, 2}));
-    EXPECT_TRUE(t.per_task);
+    EXPECT_FALSE(t.per_task);  // it sees the step's whole list: the tasks share it
     EXPECT_TRUE(t.gpu_step);
     // the runtime's order is kept
     EXPECT_EQ(resolve(held({1, 2}, "1,2"), {{"CUDA_VISIBLE_DEVICES", "1,0"}}).devices, (std::vector<int>{2, 1}));
@@ -92,22 +92,59 @@ TEST(TaskGpus, AmdAndIntelVariablesToo) {
               std::vector<int>{1});
 }
 
-TEST(TaskGpus, WithoutDeviceFilesVariablesAreTrustedOnlyWithoutAConstraint) {
-    GpuFacts open;
-    open.constrained = false;
-    open.step_gpus = "2";
-    EXPECT_EQ(resolve(open, {{"CUDA_VISIBLE_DEVICES", "2"}}).devices, std::vector<int>{2});
-    EXPECT_TRUE(resolve(open, {{"CUDA_VISIBLE_DEVICES", "2"}}).per_task);
-    for (std::optional<bool> c : {std::optional<bool>(true), std::optional<bool>()}) {
-        GpuFacts f;
-        f.constrained = c;
-        f.step_gpus = "1,2";
-        TaskGpus t = resolve(f, {{"CUDA_VISIBLE_DEVICES", "0"}});
-        EXPECT_FALSE(t.per_task);  // the step's list, shared by the ownership rule
-        EXPECT_EQ(t.devices, (std::vector<int>{1, 2}));
+// Issue 20 item 1: without device files, Slurm's per-task CUDA_VISIBLE_DEVICES=0 (a local
+// index under ConstrainDevices=yes, whatever devices.list says on cgroup v1) is never read as
+// global GPU 0: the tasks share the step's list by the ownership rule.
+TEST(TaskGpus, WithoutDeviceFilesTheStepListIsShared) {
+    GpuFacts f;
+    f.step_gpus = "0,1,2,3";
+    for (const char* cuda : {"0", "2"}) {
+        TaskGpus t = resolve(f, {{"CUDA_VISIBLE_DEVICES", cuda}});
+        EXPECT_FALSE(t.per_task);
+        EXPECT_EQ(t.devices, (std::vector<int>{0, 1, 2, 3}));
     }
+    // -n4 --gpus-per-task=1: task r gets step GPU r, not GPU 0 four times
+    auto owned = nb::assign_devices(4, {0, 1, 2, 3}, {});
+    EXPECT_EQ(owned, (std::vector<std::vector<int>>{{0}, {1}, {2}, {3}}));
     GpuFacts none;
     EXPECT_FALSE(resolve(none).gpu_step);
+}
+
+// Per device: one accelerator's file unknown (a missing device_files= entry, no driver
+// information for one GPU) does not throw the others' files away.
+TEST(TaskGpus, OneUnknownFileIsDecidedByTheVariablesLength) {
+    GpuFacts only_unknown = held({}, "0,1,2,3");
+    only_unknown.unknown = {3};
+    EXPECT_EQ(resolve(only_unknown, {{"CUDA_VISIBLE_DEVICES", "0"}}).devices, std::vector<int>{3});
+    GpuFacts both = held({0}, "0,1,2,3");
+    both.unknown = {3};
+    EXPECT_EQ(resolve(both, {{"CUDA_VISIBLE_DEVICES", "0"}}).devices, std::vector<int>{0});        // one GPU: the known one
+    EXPECT_EQ(resolve(both, {{"CUDA_VISIBLE_DEVICES", "0,1"}}).devices, (std::vector<int>{0, 3}));  // two: with the unknown
+    EXPECT_TRUE(resolve(both, {{"CUDA_VISIBLE_DEVICES", "0"}}).per_task);
+    // two unknown: nothing to tell them apart, the step's list is shared
+    GpuFacts two = held({0}, "0,1,2,3");
+    two.unknown = {2, 3};
+    TaskGpus t = resolve(two, {{"CUDA_VISIBLE_DEVICES", "0"}});
+    EXPECT_FALSE(t.per_task);
+    EXPECT_EQ(t.devices, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// ConstrainDevices=no with a file unknown: opening more GPUs than the step has proves there
+// is no constraint, so the variable is the gres index over all accelerators.
+TEST(TaskGpus, OpeningMoreThanTheStepHasProvesNoConstraint) {
+    GpuFacts f = held({0, 1, 2}, "1");
+    f.unknown = {3};
+    EXPECT_EQ(resolve(f, {{"CUDA_VISIBLE_DEVICES", "1"}}).devices, std::vector<int>{1});
+    GpuFacts g = held({0, 1, 2}, "3");
+    g.unknown = {3};
+    EXPECT_EQ(resolve(g, {{"CUDA_VISIBLE_DEVICES", "3"}}).devices, std::vector<int>{3});
+}
+
+// A task that sees all of the step's GPUs holds nothing of its own (--gpus-per-node under
+// ConstrainDevices): its list is the step's, shared.
+TEST(TaskGpus, SeeingTheWholeStepIsASharedView) {
+    EXPECT_FALSE(resolve(held({1, 2}, "1,2"), {{"CUDA_VISIBLE_DEVICES", "0,1"}}).per_task);
+    EXPECT_TRUE(resolve(held({2}, "1,2"), {{"CUDA_VISIBLE_DEVICES", "0"}}).per_task);
 }
 
 TEST(NodeDevicesRule, IdenticalListsAreSharedByTheOwnershipRule) {
@@ -115,7 +152,8 @@ TEST(NodeDevicesRule, IdenticalListsAreSharedByTheOwnershipRule) {
     NodeDevices nd = combine_node_devices(4, all);
     EXPECT_EQ(nd.shared, (std::vector<int>{0, 1, 2, 3}));
     EXPECT_TRUE(nd.per_task.empty());
-    // a late task in a shared step takes its share like the others
+    // a late task in a step whose tasks publish the step's list takes its share like the others
+    for (Published& p : all) p.per_task = false;
     all[2].state = Published::State::Late;
     all[2].devices.clear();
     EXPECT_EQ(combine_node_devices(4, all).shared, (std::vector<int>{0, 1, 2, 3}));
@@ -154,4 +192,18 @@ TEST(NodeDevicesRule, MissingTasksStandOnGpusNobodyHolds) {
     std::vector<Published> none(2, Published{Published::State::Devices, true, {}});
     EXPECT_TRUE(combine_node_devices(4, none).shared.empty());
     EXPECT_TRUE(combine_node_devices(4, none).per_task.empty());
+}
+
+// Issue 20 item 3: one task holding GPU 0 on time and one late: the on-time task's own list
+// is not the step's; the late task is planned on GPUs nobody holds, never on GPU 0.
+TEST(NodeDevicesRule, OneOnTimeListIsNotTheStepsList) {
+    std::vector<Published> all = {{Published::State::Devices, true, {0}}, {Published::State::Late, true, {}}};
+    NodeDevices nd = combine_node_devices(4, all);
+    ASSERT_EQ(nd.per_task.size(), 2u);
+    EXPECT_EQ(nd.per_task[0], std::vector<int>{0});
+    EXPECT_EQ(nd.stand_ins, std::vector<int>{1});
+    EXPECT_EQ(nd.shared, (std::vector<int>{1, 2, 3}));
+    // the same with every task in time and the same list: shared (all can open the same GPUs)
+    std::vector<Published> same = {{Published::State::Devices, true, {0}}, {Published::State::Devices, true, {0}}};
+    EXPECT_EQ(combine_node_devices(4, same).shared, std::vector<int>{0});
 }

@@ -254,7 +254,12 @@ TEST(MemoryNodes, DeviceNodesThatAreAllowedElseTheCpuNodes) {
     h.nodes = {2};
     std::vector<std::string> w;
     EXPECT_EQ(memory_nodes(h, IdSet{}, MemPolicy::Prefer, w), (std::vector<int>{0, 1}));
+    EXPECT_TRUE(w.empty());  // no allowed-memory set: nothing known to say
     EXPECT_EQ(memory_nodes(h, IdSet{1, 2}, MemPolicy::Prefer, w), std::vector<int>{1});
+    // memory follows the GPU, CPUs come from elsewhere: said (issue 20 item 8)
+    EXPECT_TRUE(mentions(w, "keeps memory on the devices' NUMA node(s) 1 while the CPUs come from node(s) 2"));
+    w.clear();
+    EXPECT_EQ(memory_nodes(h, IdSet{1, 2}, MemPolicy::None, w), std::vector<int>{1});
     EXPECT_TRUE(w.empty());
     EXPECT_EQ(memory_nodes(h, IdSet{2}, MemPolicy::Bind, w), std::vector<int>{2});
     EXPECT_TRUE(mentions(w, "memory of NUMA node(s) 0,1 is not allowed; using node(s) 2"));
@@ -338,3 +343,91 @@ TEST(DeviceMatch, BareVendorCoversCoProcessorsAndProcessingAccelerators) {
 }
 
 }  // namespace
+
+// ---- issue 20: no task gets fewer CPUs than Slurm gave it; one thread per core ----
+
+namespace {
+
+NodePlan plan_min(const Topology& t, Mode mode, int ntasks, int min_cpus, std::vector<std::vector<int>> own = {},
+                  bool one_thread = false) {
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    PlanRequest req;
+    req.mode = mode;
+    req.ntasks = ntasks;
+    req.per_task_devices = std::move(own);
+    req.min_cpus = min_cpus;
+    req.one_thread_per_core = one_thread;
+    return plan_node(t, accs, req);
+}
+
+std::vector<std::string> all_warnings(const NodePlan& p) {
+    std::vector<std::string> w = p.warnings;
+    for (const TaskPlan& t : p.tasks) w.insert(w.end(), t.warnings.begin(), t.warnings.end());
+    return w;
+}
+
+}  // namespace
+
+// srun -c12 on 8-PU NUMA nodes: the home's CPUs first, then the nearest node (by distance),
+// and the step says so.
+TEST(MinCpus, NodeModeExtendsToTheNearestNode) {
+    Topology t = model(3, 4, 2, 4);  // 8 PUs per node
+    t.distances = {{{0, 0}, 10}, {{0, 1}, 32}, {{0, 2}, 21}, {{1, 0}, 32}, {{1, 1}, 10},
+                   {{1, 2}, 32}, {{2, 0}, 21}, {{2, 1}, 32}, {{2, 2}, 10}};
+    t.pci_devices.push_back(gpu(0x10, t.numa_nodes[0].pus));
+    NodePlan p = plan_min(t, Mode::Node, 1, 12);
+    const IdSet& cpus = p.tasks[0].cpus;
+    EXPECT_GE(cpus.size(), 12);
+    EXPECT_TRUE(t.numa_nodes[0].pus.is_subset_of(cpus)) << cpus.to_string();
+    EXPECT_TRUE(cpus.is_subset_of(t.numa_nodes[0].pus | t.numa_nodes[2].pus)) << cpus.to_string();  // 2 is nearer than 1
+    EXPECT_TRUE(mentions(all_warnings(p), "extended to the nearest node(s) 0,2"));
+    EXPECT_EQ(p.tasks[0].mems, std::vector<int>{0});  // memory stays on the GPU's node
+    // without a minimum (or one that fits) nothing changes
+    EXPECT_EQ(plan_min(t, Mode::Node, 1, 0).tasks[0].cpus, t.numa_nodes[0].pus);
+    EXPECT_EQ(plan_min(t, Mode::Node, 1, 8).tasks[0].cpus, t.numa_nodes[0].pus);
+    EXPECT_TRUE(all_warnings(plan_min(t, Mode::Node, 1, 8)).empty());
+}
+
+// Exclusive: two tasks of one GPU with -c6 on an 8-PU node need 12: the home grows before
+// the split, the sets stay disjoint and each holds at least 6.
+TEST(MinCpus, ExclusiveSplitsTheWidenedHome) {
+    Topology t = model(2, 4, 2, 4);
+    t.pci_devices.push_back(gpu(0x10, t.numa_nodes[0].pus));
+    NodePlan p = plan_min(t, Mode::Exclusive, 2, 6);
+    EXPECT_GE(p.tasks[0].cpus.size(), 6);
+    EXPECT_GE(p.tasks[1].cpus.size(), 6);
+    EXPECT_FALSE(p.tasks[0].cpus.intersects(p.tasks[1].cpus));
+    EXPECT_TRUE(p.tasks[0].cpus.is_subset_of(t.numa_nodes[0].pus));  // the home's CPUs go first
+    // a site default exclusive with -c16 on the same node: 16, not 8
+    NodePlan big = plan_min(t, Mode::Exclusive, 1, 16);
+    EXPECT_EQ(big.tasks[0].cpus, t.all_pus());
+}
+
+// More CPUs asked than the node has free for disjoint sets: never fewer than asked, shared,
+// and said.
+TEST(MinCpus, NotEnoughFreeCpusAreSharedAndSaid) {
+    Topology t = model(2, 4, 2, 4);
+    t.pci_devices.push_back(gpu(0x10, t.numa_nodes[0].pus));
+    t.pci_devices.push_back(gpu(0x20, t.numa_nodes[1].pus));
+    NodePlan p = plan_min(t, Mode::Exclusive, 2, 10, {{0}, {1}});
+    EXPECT_GE(p.tasks[0].cpus.size(), 10);
+    EXPECT_GE(p.tasks[1].cpus.size(), 10);
+    EXPECT_TRUE(mentions(all_warnings(p), "share some with other tasks"));
+    EXPECT_TRUE(t.numa_nodes[0].pus.is_subset_of(p.tasks[0].cpus) || p.tasks[0].cpus.size() >= 10);
+}
+
+// --hint=nomultithread: one hardware thread per core (the first sibling), in every mode.
+TEST(OneThreadPerCore, FirstSiblingOfEachCore) {
+    Topology t = model(2, 4, 2, 2);
+    t.pci_devices.push_back(gpu(0x10, t.numa_nodes[0].pus));
+    IdSet firsts;
+    for (int c = 0; c < 4; ++c) firsts.insert(t.cores[c].pus.ids().front());
+    for (Mode m : {Mode::Node, Mode::Socket}) EXPECT_EQ(plan_min(t, m, 1, 0, {}, true).tasks[0].cpus, firsts);
+    for (Mode m : {Mode::Exclusive, Mode::CoreComplex}) {
+        NodePlan p = plan_min(t, m, 2, 0, {}, true);
+        EXPECT_EQ(p.tasks[0].cpus | p.tasks[1].cpus, firsts);
+        EXPECT_FALSE(p.tasks[0].cpus.intersects(p.tasks[1].cpus));
+    }
+    // an allowed set without a core's first thread keeps the thread it has
+    EXPECT_EQ(one_thread_per_core(t, IdSet{1, 2, 3}), (IdSet{1, 2}));
+}

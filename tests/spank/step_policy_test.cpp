@@ -1,0 +1,114 @@
+// The step decision (spank/step_policy.hpp), as a table: step kind x option x site default x
+// GPUs x an explicit binding of the user's. Each row is what docs/SITE.md promises.
+#include <gtest/gtest.h>
+
+#include "config.hpp"
+#include "step_policy.hpp"
+
+using namespace numabind::spank;
+using numabind::Mode;
+using A = StepDecision::Action;
+
+namespace {
+
+SiteConfig site(const std::vector<std::string>& args) { return parse_site_config(args); }
+
+StepFacts facts(StepKind kind, bool gpus, const char* option = nullptr) {
+    StepFacts f;
+    f.kind = kind;
+    f.has_gpus = gpus;
+    if (option) {
+        f.option_seen = true;
+        try {
+            f.choice = parse_option_value(option);
+            f.option_given = true;
+        } catch (const std::exception& e) {
+            f.option_error = e.what();
+        }
+    }
+    return f;
+}
+
+}  // namespace
+
+TEST(StepPolicy, DecisionTable) {
+    struct Row {
+        std::vector<std::string> site;
+        StepKind kind;
+        bool gpus;
+        const char* option;
+        bool cpu_bind;
+        A action;
+        Mode mode;
+    };
+    const std::vector<Row> rows = {
+        // opt-in site: only an explicit option binds
+        {{}, StepKind::Normal, true, nullptr, false, A::Unbound, Mode::None},
+        {{}, StepKind::Normal, true, "node", false, A::Bind, Mode::Node},
+        {{}, StepKind::Normal, false, "node", false, A::Bind, Mode::Node},  // the engine says "no GPU" once
+        {{}, StepKind::Normal, true, "none", false, A::ExplicitNone, Mode::None},
+        {{}, StepKind::Normal, true, "bogus", false, A::OptionError, Mode::None},
+        // site default: GPU steps bind, CPU-only steps are left alone before the engine loads
+        {{"default=exclusive"}, StepKind::Normal, true, nullptr, false, A::Bind, Mode::Exclusive},
+        {{"default=exclusive"}, StepKind::Normal, false, nullptr, false, A::Unbound, Mode::Exclusive},
+        {{"default=exclusive", "fallback=fail"}, StepKind::Normal, false, nullptr, false, A::Unbound, Mode::Exclusive},
+        // an explicit --cpu-bind wins over the default, not over the user's own --numa-binding
+        {{"default=node"}, StepKind::Normal, true, nullptr, true, A::Unbound, Mode::Node},
+        {{"default=node", "respect_user_bind=no"}, StepKind::Normal, true, nullptr, true, A::Bind, Mode::Node},
+        {{"default=node"}, StepKind::Normal, true, "socket", true, A::Bind, Mode::Socket},
+        // shells: the batch script, salloc's interactive step and srun --pty alike
+        {{"default=node"}, StepKind::Batch, true, nullptr, false, A::NotOurs, Mode::None},
+        {{"default=node"}, StepKind::Interactive, true, nullptr, false, A::NotOurs, Mode::None},
+        {{"default=node"}, StepKind::PtyShell, true, nullptr, false, A::NotOurs, Mode::None},
+        {{"default=node"}, StepKind::PtyShell, true, "node", false, A::NotOurs, Mode::None},
+        {{"default=node", "batch_step=yes"}, StepKind::PtyShell, true, nullptr, false, A::Bind, Mode::Node},
+        {{"default=node", "batch_step=yes"}, StepKind::Batch, true, nullptr, false, A::Bind, Mode::Node},
+        {{"default=node", "batch_step=yes"}, StepKind::Extern, true, nullptr, false, A::NotOurs, Mode::None},
+    };
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        StepFacts f = facts(r.kind, r.gpus, r.option);
+        f.user_cpu_bind = r.cpu_bind;
+        const StepDecision d = decide_step(site(r.site), f);
+        EXPECT_EQ(d.action, r.action) << "row " << i;
+        if (d.action == A::Bind || d.action == A::Unbound) EXPECT_EQ(d.mode, r.mode) << "row " << i;
+    }
+}
+
+TEST(StepPolicy, MessagesAndFlags) {
+    StepDecision d = decide_step(site({"default=node"}), facts(StepKind::Normal, false));
+    EXPECT_NE(d.message.find("no GPU"), std::string::npos) << d.message;
+    StepFacts bound = facts(StepKind::Normal, true);
+    bound.user_mem_bind = true;
+    d = decide_step(site({"default=node"}), bound);
+    EXPECT_NE(d.message.find("--mem-bind"), std::string::npos) << d.message;
+    // --hint=nomultithread is no --cpu-bind: the default applies, one thread per core
+    StepFacts hint = facts(StepKind::Normal, true);
+    hint.hint_nomultithread = true;
+    d = decide_step(site({"default=node"}), hint);
+    EXPECT_EQ(d.action, A::Bind);
+    EXPECT_TRUE(d.one_thread_per_core);
+    // verbosity and memory from the option, else the site
+    d = decide_step(site({"mem=bind"}), facts(StepKind::Normal, true, "node,verbose=2,mem=interleave"));
+    EXPECT_TRUE(d.verbose);
+    EXPECT_TRUE(d.detail);
+    EXPECT_EQ(d.mem, numabind::MemPolicy::Interleave);
+    d = decide_step(site({"default=node", "mem=bind", "verbose"}), facts(StepKind::Normal, true));
+    EXPECT_TRUE(d.verbose);
+    EXPECT_FALSE(d.detail);
+    EXPECT_EQ(d.mem, numabind::MemPolicy::Bind);
+    d = decide_step(site({}), facts(StepKind::Normal, true, "node,bogus"));
+    EXPECT_EQ(d.action, A::OptionError);
+    EXPECT_NE(d.message.find("bogus"), std::string::npos) << d.message;
+}
+
+// A nested srun inherits the parent task's SLURM_CPU_BIND (Slurm writes "mask_cpu:0x1",
+// slurmstepd then sees "mask_cpu:1"): that is no --cpu-bind of the user's.
+TEST(StepPolicy, InheritedBindingIsNotTyped) {
+    EXPECT_FALSE(typed_not_inherited(std::string("quiet,mask_cpu:1"), std::string("quiet,mask_cpu:0x1")));
+    EXPECT_FALSE(typed_not_inherited(std::string("quiet,mask_cpu:3,C"), std::string("quiet,mask_cpu:0x3,0xc")));
+    EXPECT_TRUE(typed_not_inherited(std::string("quiet,none"), std::string("quiet,mask_cpu:0x1")));
+    EXPECT_TRUE(typed_not_inherited(std::string("quiet,cores"), std::nullopt));
+    EXPECT_FALSE(typed_not_inherited(std::nullopt, std::string("quiet,mask_cpu:0x1")));
+    EXPECT_FALSE(typed_not_inherited(std::nullopt, std::nullopt));
+}
