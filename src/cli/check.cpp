@@ -32,48 +32,6 @@
 
 namespace fs = std::filesystem;
 
-// ---- STAND-IN (issue 24): check_device_file is being added to include/numabind/device_files.hpp
-// on main by the lead. Remove this block once `git merge main` brings the real one. ----
-#ifndef NUMABIND_HAVE_CHECK_DEVICE_FILE
-namespace numabind {
-enum class DeviceFileVerdict { Matches, Mismatch, Missing, Unverifiable };
-struct DeviceFileCheck {
-    DeviceFileVerdict verdict;
-    std::string detail;
-};
-namespace {
-std::string standin_expected_number(const std::string& expected, const std::string& pci, const std::string& sysfs) {
-    const std::string base = expected.substr(expected.rfind('/') + 1);
-    if (base.rfind("nvidia", 0) == 0) return "195:" + base.substr(6);
-    std::string addr = pci;
-    for (char& c : addr) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (std::count(addr.begin(), addr.end(), ':') == 1) addr = "0000:" + addr;
-    std::ifstream in(sysfs + "/sys/bus/pci/devices/" + addr + "/drm/" + base + "/dev");
-    std::string dev;
-    std::getline(in, dev);
-    return dev;
-}
-}  // namespace
-DeviceFileCheck check_device_file(const std::string& path, const std::string& pci, const std::string& procfs_root = "",
-                                  const std::string& sysfs_root = "") {
-    struct stat st {};
-    if (stat(path.c_str(), &st) != 0) return {DeviceFileVerdict::Missing, path + " does not exist"};
-    const std::string expected = device_file_for_pci(pci, procfs_root, sysfs_root);
-    if (expected.empty()) return {DeviceFileVerdict::Unverifiable, "no driver information names the device file of " + pci};
-    if (S_ISCHR(st.st_mode)) {
-        const std::string have = std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
-        const std::string want = standin_expected_number(expected, pci, sysfs_root);
-        if (want.empty()) return {DeviceFileVerdict::Unverifiable, "no device number known for " + expected};
-        if (have == want) return {DeviceFileVerdict::Matches, path + " is char " + have + ", " + expected + " of " + pci};
-        return {DeviceFileVerdict::Mismatch, path + " is char " + have + ", but " + pci + "'s device file " + expected + " is " + want};
-    }
-    const std::string base = path.substr(path.rfind('/') + 1);
-    if (base == expected.substr(expected.rfind('/') + 1)) return {DeviceFileVerdict::Matches, path + " is named like " + expected};
-    return {DeviceFileVerdict::Mismatch, path + " is not " + pci + "'s device file " + expected};
-}
-}  // namespace numabind
-#endif
-// ---- end STAND-IN ----
 
 namespace numabind::check {
 
@@ -429,7 +387,7 @@ void check_listed_device_files(Context& c) {
         const Accelerator& a = c.accs[i];
         const std::string path = spank::expand_path(listed[i], node, host);
         const DeviceFileCheck v = check_device_file(path, a.pci, c.root, c.root);
-        Row r{"plugstack", "device_files[" + std::to_string(i) + "] for " + gpu_label(a), Status::Ok, v.detail, ""};
+        Row r{"plugstack", "device_files[" + std::to_string(i) + "] for " + gpu_label(a), Status::Ok, path + ": " + v.detail, ""};
         switch (v.verdict) {
             case DeviceFileVerdict::Matches: break;
             case DeviceFileVerdict::Unverifiable:
@@ -593,7 +551,7 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
     const spank::SiteConfig& s = *c.site;
     std::string parsed = "default=" + std::string(to_string(s.default_mode)) + " mem=" + to_string(s.mem) +
                          " fallback=" + (s.fallback == spank::Fallback::Warn ? "warn" : "fail") +
-                         " verbose=" + (s.verbose ? "yes" : "no") + " respect_user_bind=" + (s.respect_user_bind ? "yes" : "no") +
+                         " verbose=" + std::to_string(s.verbose_level) + " respect_user_bind=" + (s.respect_user_bind ? "yes" : "no") +
                          " batch_step=" + (s.batch_step ? "yes" : "no") + (s.devices.empty() ? "" : " devices=" + s.devices) +
                          (s.topology.empty() ? "" : " topology=" + s.topology) +
                          (s.device_files.empty() ? "" : " device_files=" + std::to_string(s.device_files.size()) + " file(s)");

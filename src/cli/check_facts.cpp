@@ -251,7 +251,8 @@ Row gpu_rule_row(int known, int total, const std::optional<bool>& gres_in_pci_or
                    "opened file accounts for)";
     } else {
         r.detail = std::to_string(unknown) + " of " + std::to_string(total) +
-                   " device files unknown: the tasks share the step's SLURM_STEP_GPUS list by the ownership rule";
+                   " device files unknown: the tasks share the step's SLURM_STEP_GPUS list by the ownership rule "
+                   "(where devices are not constrained, the GPU variable is read as Slurm's gres index instead)";
         if (gres_in_pci_order && *gres_in_pci_order) {
             r.detail += ", right here since gres.conf lists the GPUs in PCI order";
         } else {
