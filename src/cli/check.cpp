@@ -242,7 +242,9 @@ void check_vendor_tool(Context& c, Vendor vendor, const std::string& tool, const
     const std::string path = find_in_path(tool);
     if (path.empty() || mine.empty()) return;  // not present: nothing to compare with
     Row r{"accelerators", tool + " " + args, Status::Ok, "", ""};
-    const auto out = command_output("'" + path + "' " + args);
+    // A GPU in a bad state can make these tools hang: bounded when timeout(1) is there.
+    const std::string timeout = find_in_path("timeout");
+    const auto out = command_output((timeout.empty() ? "" : "'" + timeout + "' 20 ") + "'" + path + "' " + args);
     const std::map<int, int> numa = out ? parse(*out) : std::map<int, int>{};
     if (numa.empty()) {
         r.status = Status::Warn;

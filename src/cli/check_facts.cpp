@@ -280,7 +280,7 @@ std::map<int, int> parse_nvidia_smi_topo(const std::string& text) {
                 device_columns = static_cast<int>(cpu - w.begin());
             continue;
         }
-        if (w[0].size() < 4 || w[0].compare(0, 3, "GPU") != 0 || !all_digits(w[0].substr(3))) continue;
+        if (w[0].size() < 4 || w[0].size() > 9 || w[0].compare(0, 3, "GPU") != 0 || !all_digits(w[0].substr(3))) continue;
         const size_t numa_at = static_cast<size_t>(device_columns) + 2;  // name, matrix, CPU affinity
         if (w.size() <= numa_at) continue;
         const std::string& numa = w[numa_at];

@@ -107,6 +107,10 @@ TEST(Tools, NvidiaSmiTopoNumaColumn) {
         "NIC0\tPXB\tSYS\tSYS\t X \n\nLegend:\n\n  X    = Self\n";
     const auto m = parse_nvidia_smi_topo(out);
     EXPECT_EQ(m, (std::map<int, int>{{0, 3}, {1, 1}, {2, -1}}));
+    // Garbage never throws: an absurd index or affinity is skipped or unknown.
+    EXPECT_EQ(parse_nvidia_smi_topo("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU99999999999\t X \t0-3\t1\n"
+                                    "GPU1\t X \t0-3\t99999999999\n"),
+              (std::map<int, int>{{1, -1}}));
 }
 
 TEST(Tools, RocmSmiNumaNode) {
