@@ -24,6 +24,14 @@ touch "$WORK/plug/spank_numabind.so" "$WORK/plug/numabind_stepd.so" "$WORK/noeng
 chmod 0755 "$WORK/plug/"*.so "$WORK/noengine/"*.so
 PLUG=$WORK/plug/spank_numabind.so
 
+# The machine's own GPU tools must not answer for a fake tree: stubs that find nothing,
+# replaced by fake_node_tree.py's nvidia-smi where a case wants one; no real NVML.
+stub_tools() {
+  for t in nvidia-smi rocm-smi; do printf '#!/bin/sh\nexit 1\n' >"$WORK/bin/$t"; chmod 0755 "$WORK/bin/$t"; done
+}
+stub_tools
+export NUMABIND_CHECK_NVML=$WORK/no-nvml.so
+
 # tree NAME [fake_node_tree.py options]: ROOT=$WORK/NAME, facts in $WORK/NAME.json
 tree() {
   local name=$1; shift
@@ -89,9 +97,9 @@ check "good node: engine beside the plugin" 'row OK plugstack "step engine" "num
 if command -v cc >/dev/null && cc -shared -fPIC -o "$WORK/libnvidia-ml.so.1" "$(dirname "$0")/fake_nvml.c" 2>"$WORK/err"; then
   affinity=""
   for i in 0 1 2 3 4 5 6 7; do eval "affinity+=\"\$pci_$i=\$cpus_$i;\""; done
-  LD_LIBRARY_PATH=$WORK FAKE_NVML_AFFINITY=$affinity nb "$WORK/good"
+  NUMABIND_CHECK_NVML=$WORK/libnvidia-ml.so.1 FAKE_NVML_AFFINITY=$affinity nb "$WORK/good"
   check "NVML CPU affinity agrees" 'row OK accelerators "NVML CPU affinity" "all 8 GPU"'
-  LD_LIBRARY_PATH=$WORK FAKE_NVML_AFFINITY=${affinity/$cpus_0/$cpus_2} nb "$WORK/good"
+  NUMABIND_CHECK_NVML=$WORK/libnvidia-ml.so.1 FAKE_NVML_AFFINITY=${affinity/$cpus_0/$cpus_2} nb "$WORK/good"
   check "NVML CPU affinity of GPU 0 elsewhere: FAIL naming it" '[ $(rc) = 1 ] && row FAIL accelerators "NVML CPU affinity" "$pci_0: NVML $cpus_2"'
 else
   echo "skip - NVML cases: no C compiler"
@@ -152,7 +160,7 @@ check "kernel older than 5.15: preferred-many WARN" 'row WARN kernel preferred-m
 tree wrongnuma --numa 0=$numa_2 --nvidia-smi "$WORK/bin/nvidia-smi"
 nb "$WORK/wrongnuma"
 check "sysfs puts GPU 0 on another node: FAIL, and nvidia-smi disagrees too" '[ $(rc) = 1 ] && row FAIL accelerators "GPU 0 .* home" && row FAIL accelerators "nvidia-smi" "GPU0"'
-rm -f "$WORK/bin/nvidia-smi"
+stub_tools
 
 # ---- gres.conf out of PCI order; which GPU rule that leaves ----
 tree gres --gres-order 1,0,2,3,4,5,6,7

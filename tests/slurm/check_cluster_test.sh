@@ -23,6 +23,10 @@ check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
 row() { grep -E -q -- "^$1 +$2  +.*$3.*  .*${4:-}" "$D/out"; }
 
 install_plugin "$D"
+# The machine's own GPU tools and NVML must not answer for the fake GPUs.
+mkdir -p "$D/bin"
+for t in nvidia-smi rocm-smi; do printf '#!/bin/sh\nexit 1\n' >"$D/bin/$t"; chmod 0755 "$D/bin/$t"; done
+export PATH=$D/bin:$PATH NUMABIND_CHECK_NVML=$D/no-nvml.so
 cp "$NB" "$D/numabind"; chmod 0755 "$D/numabind"
 python3 "$GEN" -o "$D/node.xml" --synthetic "pack:2 [numa] core:2 pu:1" --gpu numa:0 --gpu numa:1 >/dev/null || exit 1
 python3 "$FAKE" "$D/node.xml" "$D/root" --minors 200,201 --facts "$D/facts.json" || exit 1
