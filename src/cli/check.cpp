@@ -688,8 +688,8 @@ void check_kernel(Context& c) {
         c.add({"kernel", "cgroup", Status::Warn, "no cgroup hierarchy under " + cg, "mount cgroups (Slurm's task/cgroup needs them)"});
     else
         c.add({"kernel", "cgroup", Status::Ok,
-               version + (version == "v2" ? ": the device cgroup cannot be read back, numabind relies on device files"
-                                          : ": the devices controller can be read back"),
+               version + (version == "v2" ? " (unified): the device cgroup is an eBPF program, so tasks find their GPUs by opening the device files"
+                                          : " (legacy or hybrid): tasks find their GPUs by opening the device files"),
                ""});
     const std::string release = first_line(c.root + "/proc/sys/kernel/osrelease");
     const auto kv = kernel_version(release);

@@ -50,7 +50,7 @@ rc() { cat "$WORK/rc"; }
 # its fix on the next line). Columns are separated by two or more blanks.
 row() {
   local line
-  line=$(grep -E -n -- "^$1 +$2  +.*$3.*  .*${4:-}" "$WORK/out" | head -1) || return 1
+  line=$(grep -E -n -m1 -- "^$1 +$2  +.*$3.*  .*${4:-}" "$WORK/out") || return 1
   [ "$1" = OK ] && return 0
   sed -n "$((${line%%:*} + 1))p" "$WORK/out" | grep -q '^ *fix: '
 }
@@ -89,7 +89,7 @@ check "good node: each GPU's home is hwloc-calc's NUMA node and CPUs, its device
 check "good node: nvidia-smi topo -m agrees" 'row OK accelerators "nvidia-smi" "all 8 GPU"'
 check "good node: all device files known -> open() per task" 'row OK "device files" "GPU rule" "open\\(\\)"'
 check "good node: gres.conf in PCI order" 'row OK slurm "gres.conf order" "in PCI order: /dev/nvidia$minor_0 = $pci_0"'
-check "good node: TaskPlugin, NUMA nodes, cgroup v2, preferred-many" 'row OK slurm TaskPlugin && row OK kernel "NUMA nodes" "8 node" && row OK kernel cgroup "v2:" && row OK kernel preferred-many "6.1.0-fake"'
+check "good node: TaskPlugin, NUMA nodes, cgroup v2, preferred-many" 'row OK slurm TaskPlugin && row OK kernel "NUMA nodes" "8 node" && row OK kernel cgroup "v2 \\(unified\\)" && row OK kernel preferred-many "6.1.0-fake"'
 check "good node: plugstack arguments parsed by the plugin's parser" 'row OK plugstack arguments "default=exclusive mem=prefer fallback=warn"'
 check "good node: engine beside the plugin" 'row OK plugstack "step engine" "numabind_stepd.so \\(uid 0, mode 0755\\)"'
 
