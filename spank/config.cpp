@@ -41,7 +41,7 @@ UserChoice parse_option_value(std::string_view value) {
         c.mode = parse_mode(items[0]);
     } catch (const UsageError&) {
         throw UsageError("invalid --numa-binding mode " + quoted(items[0]) + " in " + q +
-                         " (valid modes: " + kModeChoices + "; flags: verbose, mem=prefer|bind|interleave|none)");
+                         " (valid modes: " + kModeChoices + "; flags: verbose, verbose=2, mem=prefer|bind|interleave|none)");
     }
     bool seen_verbose = false;
     for (size_t i = 1; i < items.size(); ++i) {

@@ -15,6 +15,7 @@ extern "C" {
 #include "config.hpp"
 #include "messages.hpp"
 #include "node_share.hpp"
+#include "said_once.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/topology.hpp"
 #include "step_policy.hpp"
@@ -44,6 +45,7 @@ struct State {
     std::vector<Accelerator> accelerators;
     std::vector<std::string> device_files;  // per accelerator; "" where not known
     NodeShare share;                        // created before the tasks fork
+    SaidOnce said;                          // step-level messages, each once (likewise)
 };
 
 State& state();

@@ -105,15 +105,22 @@ TaskGpus resolve_task_gpus(const std::vector<Accelerator>& accs, const GpuFacts&
     if (unknown.size() == 1) {
         const std::optional<size_t> k = variable_length(accs, env, resolver);
         const std::vector<int> with_unknown = sorted_union(known_held, unknown);
-        if (known_held.empty() || (k && *k == with_unknown.size())) {
-            held_rule(t, accs, with_unknown, env, resolver, "device files (one unknown, counted as held)");
-            mark_shared_view();
-            return t;
-        }
-        if (k && *k == known_held.size()) {
-            held_rule(t, accs, known_held, env, resolver, "device files (one unknown, not among the task's)");
-            mark_shared_view();
-            return t;
+        // A variable that does not index the list (gres indexes of an unconstrained node)
+        // tells nothing here: the step's list is shared below.
+        try {
+            if (known_held.empty() || (k && *k == with_unknown.size())) {
+                held_rule(t, accs, with_unknown, env, resolver, "device files (one unknown, counted as held)");
+                mark_shared_view();
+                return t;
+            }
+            if (k && *k == known_held.size()) {
+                held_rule(t, accs, known_held, env, resolver, "device files (one unknown, not among the task's)");
+                mark_shared_view();
+                return t;
+            }
+        } catch (const UsageError&) {
+            t = TaskGpus{};
+            t.gpu_step = true;
         }
     }
     t.per_task = false;

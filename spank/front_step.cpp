@@ -1,6 +1,8 @@
 // numabind SPANK plugin front, slurmstepd: the step decision (step_policy.hpp) is made here,
 // once per step before the tasks fork; a step that does not bind never loads the step engine
 // (its tasks only lose any NUMABIND_* of the user's); a step that binds hands every task to it.
+#include <unistd.h>
+
 #include <string>
 
 #include "engine_loader.hpp"
@@ -27,6 +29,7 @@ int step_problem(spank_t sp, const FrontState& st, const std::string& why) {
     const std::string who = "node " + node_name() + ": ";
     if (st.site.fallback == Fallback::Fail) {
         if (say) log_error(who + why + " (fallback=fail)");
+        else usleep(kCauseFirstUs);  // Slurm's own failure lines after the cause
         return -1;
     }
     clear_variables(sp, true);

@@ -18,7 +18,7 @@ namespace numabind::spank {
 class NodeShare {
 public:
     // Messages said once per step on this node, whichever task gets there first.
-    enum class Once : uint32_t { Skipped, NoGpu, Missing, Failure, OptionError, Notes, Warnings, Count };
+    enum class Once : uint32_t { Skipped, NoGpu, Missing, Failure, OptionError, Count };
 
     NodeShare() = default;
     ~NodeShare();

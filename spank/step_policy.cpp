@@ -61,6 +61,18 @@ StepDecision decide_step(const SiteConfig& site, const StepFacts& f) {
     return d;
 }
 
+bool is_shell_program(const std::string& argv0, const std::optional<std::string>& shell) {
+    auto base = [](const std::string& path) {
+        std::string b = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+        return !b.empty() && b[0] == '-' ? b.substr(1) : b;  // a login shell's "-bash"
+    };
+    const std::string name = base(argv0);
+    if (name.empty()) return false;
+    for (const char* sh : {"sh", "bash", "zsh", "ksh", "mksh", "dash", "csh", "tcsh", "fish"})
+        if (name == sh) return true;
+    return shell && base(*shell) == name;
+}
+
 std::string normalise_bind_value(const std::string& value) {
     std::string out;
     for (size_t i = 0; i < value.size(); ++i) {

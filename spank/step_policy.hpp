@@ -14,7 +14,7 @@ enum class StepKind {
     Normal,       // an srun step (also one started inside another step's task)
     Batch,        // the batch script (step id batch)
     Interactive,  // salloc's shell under use_interactive_step
-    PtyShell,     // an `srun --pty` step: an interactive shell like the one above
+    PtyShell,     // an `srun --pty` step running a shell: interactive like the one above
     Extern,       // the extern step (pam_slurm_adopt, X11): never numabind's
 };
 
@@ -53,6 +53,10 @@ struct StepDecision {
 
 StepDecision decide_step(const SiteConfig& site, const StepFacts& facts);
 
+// A step that fails as a whole: the task that says why speaks first; the others wait this
+// long before failing, so that srun shows the cause before Slurm's per-task lines.
+inline constexpr unsigned kCauseFirstUs = 50000;
+
 // What the front hands the step engine for a step that binds (stepd_api.h): the plugstack
 // arguments as the front parsed them and the decision. Both modules come from one build
 // (the front checks), so the engine reads this struct as it is.
@@ -60,6 +64,10 @@ struct EngineStep {
     SiteConfig site;
     StepDecision decision;
 };
+
+// Whether an `srun --pty` program is an interactive shell (`srun --pty bash`, not
+// `srun --pty python train.py`): a common shell's name, or the user's $SHELL.
+bool is_shell_program(const std::string& argv0, const std::optional<std::string>& shell);
 
 // What an srun started inside a task inherited from it: Slurm puts its own SLURM_CPU_BIND
 // (e.g. "quiet,mask_cpu:0x1") into every task, srun reads it as input and slurmstepd then sees

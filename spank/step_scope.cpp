@@ -44,7 +44,13 @@ StepKind step_kind(spank_t sp) {
     if (stepid == kBatchStep) return StepKind::Batch;
     if (stepid == kInteractiveStep || job_getenv(sp, "SLURM_INTERACTIVE_STEP").value_or("") == "1")
         return StepKind::Interactive;
-    if (job_getenv(sp, "SLURM_PTY_PORT")) return StepKind::PtyShell;
+    if (job_getenv(sp, "SLURM_PTY_PORT")) {
+        int argc = 0;
+        char** argv = nullptr;
+        if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS && argc > 0 && argv && argv[0] &&
+            is_shell_program(argv[0], job_getenv(sp, "SHELL")))
+            return StepKind::PtyShell;
+    }
     return StepKind::Normal;
 }
 

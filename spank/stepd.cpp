@@ -64,6 +64,7 @@ int give_up(spank_t sp, State& st, const std::string& who, const std::string& wh
     const bool say = per_task || st.share.claim(NodeShare::Once::Failure);
     if (st.site.fallback == Fallback::Fail) {
         if (say) log_error(who + ": " + why + " (fallback=fail)");
+        else if (!per_task) usleep(kCauseFirstUs);  // Slurm's own failure lines after the cause
         return -1;
     }
     clear_variables(sp, true);
@@ -166,13 +167,42 @@ TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Publi
     return own;
 }
 
-// Every warning of the plan, each once (they are the same in every task's plan).
-std::vector<std::string> step_warnings(const NodePlan& plan) {
+// Step-level warnings: each distinct text once per step, verbose or not.
+void say_once(State& st, const std::vector<std::string>& lines) {
+    for (const std::string& w : lines)
+        if (st.said.first(w)) task_stderr("warning: " + node_label(st) + ": " + w);
+}
+
+std::vector<std::string> plan_warnings(const NodePlan& plan) {
     std::vector<std::string> out = plan.warnings;
-    for (const TaskPlan& t : plan.tasks)
-        for (const std::string& w : t.warnings)
-            if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+    for (const TaskPlan& t : plan.tasks) out.insert(out.end(), t.warnings.begin(), t.warnings.end());
     return out;
+}
+
+// Whether this task's CPUs depend on the other local tasks' GPUs. Exclusive modes keep
+// sets disjoint, so they do; in node and socket modes a task that holds GPUs of its own, or
+// sees the step's whole list (shared by the ownership rule, the same in every task), plans
+// alone: no task waits for the last one to fork (with 8 tasks on 2 CPUs that wait made every
+// program start after the last fork instead of in turn).
+bool needs_exchange(const State& st, const Published& mine) {
+    if (st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex) return true;
+    if (mine.state != Published::State::Devices || mine.devices.empty()) return true;  // planned on GPUs nobody holds
+    return !st.step_gpus || st.step_gpus->empty();  // identical own lists are shared only when all are heard from
+}
+
+// node / socket without the exchange: this task's share of the step's list, or its own GPUs.
+TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
+                    std::vector<std::string>& warnings) {
+    if (!mine.per_task) {
+        NodePlan plan = plan_from(st, std::vector<Published>(static_cast<size_t>(ntasks), mine), allowed, ntasks);
+        warnings = plan_warnings(plan);
+        return plan.tasks.at(static_cast<size_t>(rank));
+    }
+    NodePlan plan = plan_from(st, {mine}, allowed, 1);
+    warnings = plan_warnings(plan);
+    TaskPlan t = plan.tasks.at(0);
+    t.local_rank = rank;
+    return t;
 }
 
 }  // namespace
@@ -236,7 +266,7 @@ int stepd_prepare(spank_t sp) {
                 }
                 files.push_back(f);
             }
-            if (unverified && st.decision.detail)
+            if (unverified && st.decision.verbose)
                 st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
                                    " cannot be checked against the accelerators (no driver information or sysfs "
                                    "entry for their device numbers); trusted as listed");
@@ -258,6 +288,7 @@ int stepd_prepare(spank_t sp) {
     st.prepare_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     if (!st.share.create(static_cast<int>(ntasks), static_cast<int>(st.accelerators.size())) && st.active)
         st.prepare_error = "cannot map the node share for " + std::to_string(ntasks) + " local task(s)";
+    st.said.create();  // without it every task says its warnings itself
     if (!st.prepare_error.empty()) st.active = false;
     return 0;
 }
@@ -268,8 +299,7 @@ int task_init(spank_t sp, State& st) {
     if (!st.prepare_error.empty()) return give_up(sp, st, node_label(st), st.prepare_error);
     if (!st.active || st.model.cores.empty())
         return give_up(sp, st, node_label(st), "internal error: no topology for a step that binds");
-    if (!st.notes.empty() && st.share.claim(NodeShare::Once::Notes))
-        for (const std::string& n : st.notes) task_stderr("warning: " + node_label(st) + ": " + n);
+    say_once(st, st.notes);
     if (st.accelerators.empty())
         return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
                               "devices=class=0x0302)");
@@ -307,29 +337,39 @@ int task_init(spank_t sp, State& st) {
     }
     const auto t_own = Clock::now();
     const bool in_time = st.share.publish(id.rank, p);
-    std::vector<Published> all = st.share.wait_all(kShareTimeoutMs);
+    const bool exchange = own_error.empty() && needs_exchange(st, p);
+    std::vector<Published> all;
+    if (exchange) all = st.share.wait_all(kShareTimeoutMs);
     const auto t_shared = Clock::now();
     if (!own_error.empty()) return give_up(sp, st, who, own_error, true);
 
-    // 2. The node's device sets, the same in every task.
-    const bool any_gpu = std::any_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); });
-    if (!any_gpu && p.devices.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
-    const std::vector<int> late = ranks_in(all, Published::State::Late);
-    if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
-        task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) + " did not report their GPUs within " +
-                    std::to_string(kShareTimeoutMs / 1000) + " s; the others were planned on their own GPUs");
+    // 2. The node's device sets, the same in every task that exchanged them.
+    if (exchange) {
+        const bool any_gpu = std::any_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); });
+        if (!any_gpu && p.devices.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
+        const std::vector<int> late = ranks_in(all, Published::State::Late);
+        if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
+            task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) +
+                        " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
+                        " s; the others were planned on their own GPUs");
+    }
 
-    // 3. Plan the node, bind this task.
+    // 3. Plan the node (or this task alone), bind this task.
     std::string step_failure = allowed_error;
     TaskPlan task;
     std::vector<std::string> task_notes;
     if (step_failure.empty()) {
         try {
-            NodePlan plan = plan_from(st, all, allowed, static_cast<int>(id.ntasks));
-            if (!step_warnings(plan).empty() && st.share.claim(NodeShare::Once::Warnings))
-                for (const std::string& w : step_warnings(plan)) task_stderr("warning: " + node_label(st) + ": " + w);
-            task = in_time ? plan.tasks.at(static_cast<size_t>(id.rank))
-                           : late_task_plan(st, all, p, allowed, id.rank, task_notes);
+            std::vector<std::string> warnings;
+            if (!exchange) {
+                task = plan_alone(st, p, allowed, static_cast<int>(id.ntasks), id.rank, warnings);
+            } else {
+                NodePlan plan = plan_from(st, all, allowed, static_cast<int>(id.ntasks));
+                warnings = plan_warnings(plan);
+                task = in_time ? plan.tasks.at(static_cast<size_t>(id.rank))
+                               : late_task_plan(st, all, p, allowed, id.rank, task_notes);
+            }
+            say_once(st, warnings);
             // The device pointer must outlive `plan`: point it into our own accelerator list.
             task.device = task.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(task.devices.front()));
         } catch (const std::exception& e) {
@@ -364,7 +404,7 @@ int task_init(spank_t sp, State& st) {
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
         std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
-        if (task.device) line += " (NUMA " + join(task.device->home_nodes) + ")";
+        if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
         line += ", CPUs " + task.cpus.to_string() + ", memory ";
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
                                                                  : to_string(task.mem) + " " + join(task.mems);
@@ -402,6 +442,7 @@ void stepd_exit() {
     State& st = state();
     st.active = false;
     st.share.destroy();
+    st.said.destroy();
     st.accelerators.clear();
     st.device_files.clear();
     st.model = Topology{};

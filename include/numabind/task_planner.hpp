@@ -27,7 +27,13 @@ struct TaskRequest {
     std::string topology;
     std::string allowed_cpus;
     std::string rank_source = "auto";
+    // No task gets fewer CPUs (--cpus-per-task; `numabind run` under srun: $SLURM_CPUS_PER_TASK).
+    std::string cpus_per_task;
 };
+
+// --cpus-per-task as given, else (`from_slurm`) Slurm's SLURM_CPUS_PER_TASK, else 0 (no
+// minimum). Throws UsageError naming a bad value.
+int cpus_per_task(const TaskRequest& request, bool from_slurm);
 
 using Notify = std::function<void(const std::string& line)>;
 

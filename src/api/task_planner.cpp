@@ -41,6 +41,18 @@ std::unique_ptr<HwlocTopology> load_topology(const std::string& topology, bool x
     return topo;
 }
 
+int cpus_per_task(const TaskRequest& o, bool from_slurm) {
+    std::string text = o.cpus_per_task;
+    std::string what = "--cpus-per-task";
+    if (text.empty() && from_slurm) {
+        if (auto v = getenv_lookup("SLURM_CPUS_PER_TASK")) text = *v, what = "SLURM_CPUS_PER_TASK";
+    }
+    if (text.empty()) return 0;
+    const int n = parse_nonnegative(text, what);
+    if (n < 1) throw UsageError("invalid " + what + " '" + text + "' (must be at least 1)");
+    return n;
+}
+
 TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRankSource& pmix,
                         const Notify& note, const Notify& warn) {
     const Mode mode = parse_mode(o.mode);
@@ -85,7 +97,9 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     HwlocTopology::Allowed allowed = topo.allowed();
     req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : IdSet::parse(o.allowed_cpus);
     req.allowed_mems = std::move(allowed.mems);
-    note("allowed CPUs " + req.allowed_cpus.to_string());
+    req.min_cpus = cpus_per_task(o, true);
+    note("allowed CPUs " + req.allowed_cpus.to_string() +
+         (req.min_cpus ? ", at least " + std::to_string(req.min_cpus) + " per task" : std::string()));
     plan_out = plan_node(topo.model(), accs, req);
     return plan_out.tasks.at(lr.rank);
 }

@@ -173,6 +173,7 @@ int cmd_plan(const Options& o) {
     nb::HwlocTopology::Allowed allowed = topo.allowed();
     req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
     req.allowed_mems = std::move(allowed.mems);
+    req.min_cpus = nb::cpus_per_task(o, false);
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
     if (!o.draw.empty()) {
         std::vector<nb::draw::TaskPaint> tasks;
@@ -288,6 +289,8 @@ int main(int argc, char** argv) {
     run->add_option("--devices", o.devices, "visible physical accelerator indexes, e.g. 0,1");
     run->add_option("--fallback", o.fallback, "when binding fails: fail (default) or warn (run unbound)");
     run->add_option("--rank-source", o.rank_source, "where the local rank comes from: auto (default), env, pmix");
+    run->add_option("--cpus-per-task", o.cpus_per_task,
+                    "no task gets fewer CPUs: its GPU's node, then the nearest (default under srun: $SLURM_CPUS_PER_TASK)");
     run->add_flag("-v,--verbose", o.verbose, "say which sources were used and the binding");
     add_topology(run);
 
@@ -304,6 +307,7 @@ int main(int argc, char** argv) {
     plan->add_option("--mem", o.mem, std::string("memory policy: ") + nb::kMemPolicyChoices);
     plan->add_option("--devices", o.devices, "visible physical accelerator indexes, e.g. 0,1");
     plan->add_option("--allowed-cpus", o.allowed_cpus, "CPUs the tasks may use, e.g. 0-23 (default: this process's cpuset)");
+    plan->add_option("--cpus-per-task", o.cpus_per_task, "no task gets fewer CPUs: its GPU's node, then the nearest");
     plan->add_flag("--json", o.json, "JSON output");
     plan->add_option("--draw", o.draw, "also draw every task's CPUs and GPUs in its colour with lstopo into FILE (.png, .svg, .pdf; .xml: the styled hwloc XML)");
     add_topology(plan);

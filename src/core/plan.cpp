@@ -733,12 +733,18 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
             break;
     }
     if (req.min_cpus > 0) top_up_tasks(topo, homes, allowed, req.min_cpus, exclusive, plan);
-    if (!widened.empty())
-        plan.warnings.push_back("task(s) " + join_ints(widened) + ": " + std::to_string(req.min_cpus) +
-                                " CPUs per task do not fit on the GPU's NUMA node(s) " +
-                                join_ints(narrow[widened.front()].nodes) + " (" +
-                                std::to_string(narrow[widened.front()].cpus.size()) +
-                                " allowed CPUs); extended to the nearest node(s) " + join_ints(homes[widened.front()].nodes));
+    // One line per distinct widening (the tasks of one home share it).
+    std::vector<bool> said(static_cast<size_t>(ntasks), false);
+    for (int r : widened) {
+        if (said[r]) continue;
+        std::vector<int> same;
+        for (int q : widened)
+            if (narrow[q].nodes == narrow[r].nodes && homes[q].nodes == homes[r].nodes) same.push_back(q), said[q] = true;
+        plan.warnings.push_back("task(s) " + join_ints(same) + ": " + std::to_string(req.min_cpus) +
+                                " CPUs per task do not fit on the GPU's NUMA node(s) " + join_ints(narrow[r].nodes) + " (" +
+                                std::to_string(narrow[r].cpus.size()) + " allowed CPUs); extended to the nearest node(s) " +
+                                join_ints(homes[r].nodes));
+    }
     return plan;
 }
 

@@ -129,6 +129,16 @@ TEST(TaskGpus, OneUnknownFileIsDecidedByTheVariablesLength) {
     EXPECT_EQ(t.devices, (std::vector<int>{0, 1, 2, 3}));
 }
 
+// ConstrainDevices=no, one file unknown, the task opens as many known GPUs as the step has:
+// the gres-index variable does not index the known list; the step's list is shared, no error.
+TEST(TaskGpus, AVariableThatDoesNotIndexTheListIsNotUsed) {
+    GpuFacts f = held({0, 1, 2}, "1,2,3");
+    f.unknown = {3};
+    TaskGpus t = resolve(f, {{"CUDA_VISIBLE_DEVICES", "1,2,3"}});
+    EXPECT_FALSE(t.per_task);
+    EXPECT_EQ(t.devices, (std::vector<int>{1, 2, 3}));
+}
+
 // ConstrainDevices=no with a file unknown: opening more GPUs than the step has proves there
 // is no constraint, so the variable is the gres index over all accelerators.
 TEST(TaskGpus, OpeningMoreThanTheStepHasProvesNoConstraint) {

@@ -23,7 +23,7 @@ D=$(mktemp -d /tmp/nbgpu.XXXXXX); chmod 0755 "$D"
 FAILS=0 PASSES=0
 cleanup() {
   local rc=$?
-  "$CL" stop "$D/a" >/dev/null 2>&1; "$CL" stop "$D/b" >/dev/null 2>&1
+  "$CL" stop "$D/a" >/dev/null 2>&1; "$CL" stop "$D/b" >/dev/null 2>&1; "$CL" stop "$D/c" >/dev/null 2>&1
   if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$FAILS" -ne 0 ]; then echo "directory kept: $D"; else rm -rf "$D"; fi
   exit $rc
 }
@@ -181,7 +181,7 @@ tasks "${A1[@]}" -n2
 check "default=node, CPU-only step: not bound, nothing said" "unset unset|" "$(col "$D/out" mode | xargs)|$(cat "$D/err")"
 plug "$BASEPLUG default=node verbose"
 tasks "${A1[@]}" -n2
-check "default=node verbose, CPU-only step: one line per step saying why" 1 "$(lines 'no GPU allocated to this step.*site default node not applied')"
+check "default=node verbose, CPU-only step: one line per step saying why" 1 "$(lines 'no GPU in this step.*site default node not applied')"
 tasks "${A1[@]}" -n2 --numa-binding=node
 check "explicit --numa-binding on a CPU-only step: runs unbound (NUMABIND_MODE=none), one line per step" \
   "0 none none 1" "$RC $(col "$D/out" mode | xargs) $(lines 'numa-binding=node: no GPU allocated.*running unbound (fallback=warn)')"
@@ -239,11 +239,11 @@ plug "$BASEPLUG default=node verbose"
 tasks -N1 -w n2 -n8 -O
 check "node without GPUs, default=node: tasks unbound, one verbose line per step (not per task)" \
   "0|1|$(printf 'unset %.0s' 1 2 3 4 5 6 7 8)" "$RC|$(grep -c '^numabind' "$D/err")|$(col "$D/out" mode | tr '\n' ' ')"
-check "the line names the plugstack key devices=, not the CLI flag" "1 0" "$(lines 'devices=') $(lines 'device-match')"
 plug "$BASEPLUG"
 tasks -N1 -w n2 -n8 -O --numa-binding=node
 check "node without GPUs, explicit --numa-binding: one line per step, NUMABIND_MODE=none" \
   "1|none" "$(grep -c '^numabind' "$D/err")|$(col "$D/out" mode | sort -u | xargs)"
+check "the line names the plugstack key devices=, not the CLI flag" "1 0" "$(lines 'devices=') $(lines 'device-match')"
 
 # regression 8: het jobs (one --numa-binding value per srun/sbatch: srun's last, sbatch's first)
 NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 -w n1 --gpus=1 --numa-binding=node "$D/report.sh" : \
@@ -267,6 +267,9 @@ import sys
 sets = [l.split("cpus=")[1].split()[0] for l in open(sys.argv[1])]
 print("disjoint" if len(set(sets)) == len(sets) else "overlap")' "$D/out")
 check "a late task: CPU sets still disjoint" disjoint "$truth_late"
+truth "a task 2.5 s late, exclusive (issue 20 item 3): the late task on its own GPU's node, the on-time one on its own" exclusive
+tasks "${A1[@]}" -n2 --gpus-per-task=1 --numa-binding=node
+truth "a task 2.5 s late, node: each task on the node of the GPU it can open"
 plug "$BASEPLUG"
 tasks "${A1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose
 check "no late task: no such line" 0 "$(lines 'did not report')"
@@ -303,7 +306,88 @@ truth "not constrained, --gpus-per-node=2: one each, disjoint" exclusive
 plug "$BASEPLUG default=node verbose"
 tasks -n2
 check "not constrained, CPU-only step under default=node: not bound although every GPU opens" "unset unset|1" \
-  "$(col "$D/out" mode | xargs)|$(lines 'no GPU allocated')"
+  "$(col "$D/out" mode | xargs)|$(lines 'no GPU in this step')"
+scancel --full -u root >/dev/null 2>&1
+
+"$CL" stop "$CD" >/dev/null 2>&1
+
+# ================================================================ cluster C: ConstrainDevices=yes, gres.conf in PCI order
+# (issue 20: the paths a site takes without device_files=, and the step rules decided in the front)
+CD=$D/c
+if ! "$CL" start "$CD" --nodes 1 --gpus 4 --constrain-devices --oversubscribe >"$D/start-c.log" 2>&1; then
+  cat "$D/start-c.log"; FAILS=$((FAILS + 1)); exit 1
+fi
+. "$CD/env.sh"
+NOFILES="required $D/spank_numabind.so topology=$D/topo/%n.xml mem=none"
+plug "$NOFILES"
+# item 1: no device files (no /proc/driver/nvidia for these GPUs, no device_files=) under
+# ConstrainDevices=yes: every task has CUDA_VISIBLE_DEVICES=0; the step's list is shared.
+tasks -n4 -O --gpus-per-task=1 --numa-binding=node
+truth "no device files, constrained, -n4 --gpus-per-task=1: each task on the node of the GPU it can open"
+check "no device files, constrained: NUMABIND_DEVICES = the GPU each task uses" "$(col "$D/out" uses | xargs)" "$(col "$D/out" devs | xargs)"
+check "no device files: the four tasks use four GPUs" 4 "$(col "$D/out" uses | sort -u | wc -l)"
+# item 4: a device_files= entry naming a missing file: one line per step naming it; the
+# others still count (per device)
+FILES_MISSING="device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/nvidia1,$CD/dev/%n/nvidia2,$CD/dev/%n/gone3"
+plug "$NOFILES $FILES_MISSING"
+tasks -n4 -O --gpus-per-task=1 --numa-binding=node
+check "device_files= with a missing file: one line per step naming it" 1 "$(lines "gone3.* does not exist")"
+check "device_files= with a missing file: no line repeated per task" "" "$(grep '^numabind' "$D/err" | sort | uniq -d)"
+truth "device_files= with a missing file: every task on its GPU's node"
+# item 3 again with two GPUs per task on different nodes: task 1 late holds GPUs 2,3 (node 1)
+plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES $(FILES)"
+tasks -n2 --gpus-per-task=2 --numa-binding=node
+truth "a task 2.5 s late holding its own GPUs (node 1): bound there, not on the on-time task's"
+tasks -n2 --gpus-per-task=2 --numa-binding=exclusive
+check "a late task under exclusive: the step binds (no 'running unbound')" "0 0 exclusive exclusive" \
+  "$RC $(lines 'running unbound') $(col "$D/out" mode | xargs)"
+truth "a late task under exclusive: each on its own GPUs' node, disjoint" exclusive
+# item 2: --cpus-per-task is never cut: 1 PU per fake NUMA node here, -c2 needs both
+plug "$NOFILES $(FILES)"
+tasks -n1 --gpus=1 -c2 --numa-binding=node
+check "-c2 on 1-PU NUMA nodes: the task keeps Slurm's 2 CPUs (its GPU's node first, then the nearest)" \
+  "$(within "$(hwloc-calc --input "$XML" --po -I pu all)" "$(col "$D/out" cgcpus)")" "$(col "$D/out" cpus)"
+check "-c2 extended: said once per step without verbose" 1 "$(lines 'extended to the nearest node')"
+plug "$NOFILES $(FILES) default=exclusive"
+tasks -n1 --gpus=1 -c2
+check "-c2 under a site default=exclusive: not narrowed" \
+  "$(within "$(hwloc-calc --input "$XML" --po -I pu all)" "$(col "$D/out" cgcpus)")" "$(col "$D/out" cpus)"
+# item 8: --hint=nomultithread is no --cpu-bind: the site default applies
+plug "$NOFILES $(FILES) default=node"
+tasks -n1 --gpus=1 --hint=nomultithread
+check "--hint=nomultithread under default=node: bound (the hint is no --cpu-bind)" "node" "$(col "$D/out" mode)"
+# item 6: a nested srun inherits Slurm's SLURM_CPU_BIND from its task: no --cpu-bind of the user's
+NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 --gpus=1 --numa-binding=none \
+  sh -c "srun -s -n1 --overlap --gpus=1 $D/report.sh nested" >"$D/out.raw" 2>"$D/err"; RC=$?
+grep '^R nested' "$D/out.raw" >"$D/out"
+check "nested srun under default=node: the default applies (inherited SLURM_CPU_BIND is no --cpu-bind)" "node" \
+  "$(col "$D/out" mode)"
+NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 --gpus=1 --numa-binding=none \
+  sh -c "srun -s -n1 --overlap --gpus=1 --cpu-bind=none $D/report.sh nested" >"$D/out.raw" 2>"$D/err"
+grep '^R nested' "$D/out.raw" >"$D/out"
+check "nested srun with a typed --cpu-bind=none: respected" "unset" "$(col "$D/out" mode)"
+# item 6: the srun --pty shell is a shell like salloc's interactive step (batch_step= rule)
+if command -v script >/dev/null; then
+  pty() {  # srun --pty ARGS...: R lines of tag pty in $D/out
+    NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 script -qec "srun -s -n1 --gpus=1 --pty $*" /dev/null \
+      >"$D/out.raw" 2>"$D/err"
+    tr -d '\r\000' <"$D/out.raw" | grep '^R pty' >"$D/out"  # the pty may start with a NUL byte
+  }
+  pty /bin/sh -c "'$D/report.sh pty'"
+  check "srun --pty shell under default=node: not bound, like the interactive step" "unset" "$(col "$D/out" mode)"
+  pty "$D/report.sh" pty
+  check "srun --pty with a program (not a shell) under default=node: bound like any step" "node" "$(col "$D/out" mode)"
+fi
+# item 5 and 7: a broken install (engine missing) never touches a CPU-only step, and a GPU
+# step fails once, cause first
+mkdir -p "$D/broken" && cp "$D/spank_numabind.so" "$D/broken/" && chmod 0755 "$D/broken" "$D/broken/spank_numabind.so"
+plug "required $D/broken/spank_numabind.so topology=$D/topo/%n.xml default=node fallback=fail"
+tasks -n2
+check "engine missing, default=node fallback=fail: a CPU-only step runs untouched, nothing said" "0|unset unset|" \
+  "$RC|$(col "$D/out" mode | xargs)|$(grep numabind "$D/err")"
+tasks -n4 -O --gpus=1
+check "engine missing, fallback=fail: a GPU step fails; numabind says it once, naming the engine" "fail 1 0" \
+  "$([ "$RC" -ne 0 ] && echo fail || echo pass) $(grep -c 'numabind: .*numabind_stepd.so' "$D/err") $(grep -c 'numabind: error:' "$D/err")"
 scancel --full -u root >/dev/null 2>&1
 
 echo "# $PASSES passed, $FAILS failed in $((SECONDS - T0)) s"

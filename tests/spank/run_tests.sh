@@ -208,16 +208,20 @@ if case_on verbose; then
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose,mem=none
   check "verbose: exactly one numabind line per task on srun's stderr" 2 "$(grep -c '^numabind: ' "$D/err")"
   for r in 0 1; do
-    check_grep "verbose: task $r line names node, task, local rank, device+PCI, its NUMA node, CPUs, mems, policy" \
-      "^numabind: node n1 task $r \(local rank $r\): mode node, device $r \($(bus $r)\) on NUMA $(numa_os "$SWAP" $r), cpus $(node_cpus "$SWAP" $r), mems .* \(none\)" "$D/err"
+    check_grep "verbose: task $r line is short: node, task, local rank, mode, GPU+PCI, its NUMA node, CPUs, memory" \
+      "^numabind: node n1 task $r \\(local $r\\): node, GPU $r \\($(bus $r), NUMA $(numa_os "$SWAP" $r)\\), CPUs $(node_cpus "$SWAP" $r), memory not bound$" "$D/err"
   done
+  check "verbose: no timing detail at the first level" 0 "$(grep -c 'took ' "$D/err")"
+  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose=2,mem=none
+  check "verbose=2: timings and the GPU source added" 2 "$(grep -c '; GPUs from .*; took [0-9]* us' "$D/err")"
   t=$(sed -n 's/.*; took \([0-9]*\) us (.*; step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
   [ -n "$t" ] && echo "info - plugin's own timing: task_init ${t%% *} us per task, step setup (topology load) ${t##* } us"
   plug "topology=$ONE verbose default=node"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
   check "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
   plug "topology=$ONE"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  # -Q: srun's own "job queued" notes when the previous job is still being cleaned up
+  tasks "${N1[@]}" -Q -n2 --gpus-per-node=2 --numa-binding=node
   check "without verbose: nothing on stderr" "" "$(cat "$D/err")"
 fi
 
@@ -340,18 +344,20 @@ if case_on fallback; then
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check "fallback=fail, explicit mode, no GPU: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
-  check_grep "fallback=fail: clear error on srun's stderr" "numabind: error: node n1: .*no accelerator.*\(fallback=fail\)" "$D/err"
+  check_grep "fallback=fail: clear error on srun's stderr" "error: numabind: node n1: .*no accelerator.*\(fallback=fail\)" "$D/err"
   plug "topology=$ONE fallback=fail"
   tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
   check "fallback=fail, exclusive with 3 tasks on 2 PUs: srun fails" "failed" "$([ $RC -ne 0 ] && echo failed || echo rc=0)"
-  check_grep "fallback=fail: impossible exclusive split reported" "numabind: error: .*exclusive binding impossible" "$D/err"
+  check_grep "fallback=fail: impossible exclusive split reported" "error: numabind: .*exclusive binding impossible" "$D/err"
+  check "fallback=fail: the cause said once for the step, not per task, not as 'numabind: error:'" "1 0" \
+    "$(grep -c 'numabind:' "$D/err") $(grep -c 'numabind: error:' "$D/err")"
   plug "topology=$ONE fallback=warn"
   tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
   check "fallback=warn, exclusive with 3 tasks on 2 PUs: 3 tasks run unbound" "0,3,none" \
     "$RC,$(wc -l <"$D/out" | tr -d ' '),$(col "$D/out" mode | cut -d: -f2 | sort -u | tr '\n' ' ' | xargs)"
   plug "topology=$D/topo/missing-%n.xml fallback=fail"
   tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node
-  check_grep "fallback=fail, missing topology file: error names the file" "numabind: error: .*missing-n1.xml" "$D/err"
+  check_grep "fallback=fail, missing topology file: error names the file" "error: numabind: .*missing-n1.xml" "$D/err"
 fi
 
 # ------------------------------------------------------------------ the step engine beside the plugin
@@ -374,11 +380,11 @@ if case_on engine; then
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check "engine missing, fallback=fail: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
-  check_grep "engine missing, fallback=fail: the error names the file" "numabind: error: node n1: cannot find the step engine .*numabind_stepd.so" "$D/err"
+  check_grep "engine missing, fallback=fail: the error names the file" "error: numabind: node n1: cannot find the step engine .*numabind_stepd.so" "$D/err"
   mv "$D/numabind_stepd.so.away" "$D/numabind_stepd.so"
   chmod 0777 "$D/numabind_stepd.so"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check_grep "engine writable by others: not loaded, said why" "numabind: error: .*numabind_stepd.so is writable by group or others" "$D/err"
+  check_grep "engine writable by others: not loaded, said why" "error: numabind: .*numabind_stepd.so is writable by group or others" "$D/err"
   chmod 0755 "$D/numabind_stepd.so"
   plug "topology=$ONE"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
@@ -400,7 +406,7 @@ if case_on cache; then
     rm -f /run/numabind/model-*.txt
     plug "devices=class=0x0200 fallback=fail"
     tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
-    check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*device 0 \\($NIC\\)" "$D/err"
+    check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*GPU 0 \\($NIC, NUMA" "$D/err"
     cache=$(ls /run/numabind/topology-*.xml 2>/dev/null | head -n1)
     check "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
       "$( [ -n "$cache" ] && stat -c %U:%a "$cache"):$(stat -c %U:%a /run/numabind 2>/dev/null)"

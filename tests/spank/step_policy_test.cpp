@@ -112,3 +112,14 @@ TEST(StepPolicy, InheritedBindingIsNotTyped) {
     EXPECT_FALSE(typed_not_inherited(std::nullopt, std::string("quiet,mask_cpu:0x1")));
     EXPECT_FALSE(typed_not_inherited(std::nullopt, std::nullopt));
 }
+
+// srun --pty bash is a shell; srun --pty python train.py is a program like any other.
+TEST(StepPolicy, PtyShellIsAShellProgram) {
+    EXPECT_TRUE(is_shell_program("bash", std::nullopt));
+    EXPECT_TRUE(is_shell_program("/bin/zsh", std::nullopt));
+    EXPECT_TRUE(is_shell_program("-bash", std::nullopt));
+    EXPECT_TRUE(is_shell_program("/opt/bin/xonsh", std::string("/opt/bin/xonsh")));
+    EXPECT_FALSE(is_shell_program("python", std::string("/bin/bash")));
+    EXPECT_FALSE(is_shell_program("/usr/bin/python3", std::nullopt));
+    EXPECT_FALSE(is_shell_program("", std::nullopt));
+}

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Boot the multi-NUMA test guest and run PAYLOAD_DIR/run.sh inside it.
 #
-#   tests/vm/boot.sh [options] --shape snc|epyc IMAGE_DIR PAYLOAD_DIR
+#   tests/vm/boot.sh [options] --shape snc|epyc|smt IMAGE_DIR PAYLOAD_DIR
 #
 # IMAGE_DIR   output of tests/vm/build-image.sh (vmlinux, initramfs.cpio)
 # PAYLOAD_DIR host directory shared read-write into the guest (9p tag "payload",
@@ -11,7 +11,7 @@
 #             in the guest (/payload, or /tmp/payload with --hostroot).
 #
 # Options:
-#   --shape epyc|snc   machine shape (required; see below)
+#   --shape epyc|snc|smt  machine shape (required; see below)
 #   --timeout S        wall-clock limit for QEMU (default 120)
 #   --log FILE         serial console log (default PAYLOAD_DIR/console.log)
 #   --hostroot         also share the host's / read-only (tag "hostroot") and run
@@ -37,6 +37,11 @@
 #         (256 MiB each). distances: 10 local, 11 same socket, 21 other socket.
 #         display devices: node 0: 1, node 1: 1, node 2: 2, node 3: 0,
 #         pcie.0 (numa_node -1): 1.
+#   smt:  2 sockets x 4 cores x 2 threads (-cpu Skylake-Server, 16 vCPUs, SMT siblings
+#         2k,2k+1), node 0 = socket 0 = CPUs 0-7, node 1 = socket 1 = CPUs 8-15
+#         (768 MiB each), distance 32. display devices: node 0: 2 (21:00.0 VGA,
+#         22:00.0 secondary-vga), node 1: 2 (41:00.0 bochs-display, 42:00.0
+#         virtio-gpu-pci); nothing on pcie.0. For Slurm in the guest (vm_slurm).
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
@@ -138,7 +143,17 @@ case "$SHAPE" in
         dev 2 1 virtio-gpu-pci
         Q+=(-device "bochs-display,bus=pcie.0,addr=0x4,vgamem=4194304")
         ;;
-    *) echo "boot.sh: --shape epyc|snc required" >&2; usage ;;
+    smt)
+        Q+=(-cpu Skylake-Server -m 1536M -smp "16,sockets=2,cores=4,threads=2")
+        numa 0 768M 0-7; numa 1 768M 8-15
+        dist 0 1 32
+        pxb 0 32; pxb 1 64
+        dev 0 0 VGA,vgamem_mb=4
+        dev 0 1 secondary-vga,vgamem_mb=4
+        dev 1 0 bochs-display,vgamem=4194304
+        dev 1 1 virtio-gpu-pci
+        ;;
+    *) echo "boot.sh: --shape epyc|snc|smt required" >&2; usage ;;
 esac
 
 # 9p shares on the root complex (numa_node -1, not display class)

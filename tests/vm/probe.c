@@ -19,7 +19,15 @@
  *   pages_total=         sum of the above
  *   NUMABIND_*=          every NUMABIND_* environment variable, sorted
  *   <VAR>=               CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
- *                        ZE_AFFINITY_MASK, OMP_PLACES, OMP_PROC_BIND when set
+ *                        ZE_AFFINITY_MASK, OMP_PLACES, OMP_PROC_BIND, SLURM_PROCID,
+ *                        SLURM_LOCALID, SLURM_STEP_GPUS, SLURM_CPUS_PER_TASK when set
+ * With NBPROBE_OPEN=F0,F1,... (device files) also:
+ *   opens=               indexes of the files open(2) lets it open (success, or ENXIO/ENODEV:
+ *                        a device file without a driver behind it that a device cgroup allows)
+ *   open_errno=          per file: 0 or the errno name (EPERM: denied by the device cgroup)
+ * With NBPROBE_CGROUP=1 also:
+ *   cgroup_cpus=         the task's cgroup v1 cpuset (cpuset.cpus of /proc/self/cpuset's
+ *                        path) or cgroup v2 cpuset.cpus.effective; "-" if none is mounted
  *
  * Needs no libnuma: get_mempolicy is called through syscall(2). Build statically:
  *   gcc -static -O2 -o probe probe.c
@@ -27,6 +35,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +121,73 @@ static void status_field(const char *field, const char *key)
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* which of the comma-separated device files open(2) lets this process open */
+static void probe_opens(const char *list)
+{
+    char *copy = strdup(list), *save = NULL, *tok;
+    char opens[4096] = "", errs[4096] = "";
+    int i = 0;
+    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save), i++) {
+        int fd = open(tok, O_RDONLY | O_NONBLOCK | O_CLOEXEC), err = fd < 0 ? errno : 0;
+        if (fd >= 0)
+            close(fd);
+        char one[64];
+        if (err == 0 || err == ENXIO || err == ENODEV) {
+            snprintf(one, sizeof one, "%s%d", opens[0] ? "," : "", i);
+            strncat(opens, one, sizeof opens - strlen(opens) - 1);
+        }
+        snprintf(one, sizeof one, "%s%s", i ? "," : "",
+                 err == 0 ? "0" : err == EPERM ? "EPERM" : err == ENXIO ? "ENXIO" :
+                 err == ENODEV ? "ENODEV" : err == ENOENT ? "ENOENT" : err == EACCES ? "EACCES" : "other");
+        strncat(errs, one, sizeof errs - strlen(errs) - 1);
+    }
+    printf("opens=%s\nopen_errno=%s\n", opens, errs);
+    free(copy);
+}
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    if (!fgets(buf, (int)len, f))
+        buf[0] = 0;
+    fclose(f);
+    buf[strcspn(buf, "\n")] = 0;
+    return 0;
+}
+
+/* the cpuset cgroup the process is in (what a task plugin allows the step) */
+static void probe_cgroup_cpus(void)
+{
+    char line[4096], path[8192], val[4096];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    const char *out = "-";
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = 0;
+        const char *ctrls = c1 + 1, *cg = c2 + 1;
+        int v1 = strstr(ctrls, "cpuset") != NULL, v2 = ctrls[0] == 0;
+        if (v1)
+            snprintf(path, sizeof path, "/sys/fs/cgroup/cpuset%s/cpuset.cpus", cg);
+        else if (v2)
+            snprintf(path, sizeof path, "/sys/fs/cgroup%s/cpuset.cpus.effective", cg);
+        else
+            continue;
+        if (read_line(path, val, sizeof val) == 0) {
+            out = val;
+            if (v1)
+                break;
+        }
+    }
+    if (f)
+        fclose(f);
+    printf("cgroup_cpus=%s\n", out);
 }
 
 int main(int argc, char **argv)
@@ -226,6 +302,12 @@ int main(int argc, char **argv)
         }
     }
 
+    const char *open_list = getenv("NBPROBE_OPEN");
+    if (open_list)
+        probe_opens(open_list);
+    if (getenv("NBPROBE_CGROUP"))
+        probe_cgroup_cpus();
+
     /* environment */
     size_t n = 0;
     for (char **e = environ; *e; e++)
@@ -241,7 +323,8 @@ int main(int argc, char **argv)
     free(vars);
     static const char *extra[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                                   "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
-                                  "OMP_PLACES", "OMP_PROC_BIND"};
+                                  "OMP_PLACES", "OMP_PROC_BIND", "SLURM_PROCID",
+                                  "SLURM_LOCALID", "SLURM_STEP_GPUS", "SLURM_CPUS_PER_TASK"};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         const char *v = getenv(extra[i]);
         if (v)
