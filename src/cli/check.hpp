@@ -24,6 +24,7 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& options);
 // Prints the report; returns 0 (all OK or WARN) or 1 (a FAIL). Throws UsageError (exit 2).
 // System files are read below $NUMABIND_CHECK_ROOT when it is set (tests: fake sysfs/procfs/etc
 // trees); paths named in the plugstack line and in Slurm's files are used as written.
+// $NUMABIND_CHECK_NVML names another NVML library than libnvidia-ml.so.1 (tests: a stand-in).
 int run_check(const CheckOptions& options);
 
 }  // namespace numabind::check
