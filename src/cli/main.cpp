@@ -24,6 +24,8 @@
 #include "numabind/task_planner.hpp"
 #include "numabind/topology_cache.hpp"
 #include "numabind/visible.hpp"
+#include "check.hpp"
+#include "draw.hpp"
 #include "rank_source.hpp"
 
 namespace nb = numabind;
@@ -87,6 +89,7 @@ struct Options : nb::TaskRequest {
     bool export_cache = false;
     std::string pid;       // show --pid
     bool threads = false;  // show --threads
+    std::string draw;      // plan/show --draw FILE
 };
 
 void note(const Options& o, const std::string& msg) {
@@ -172,6 +175,16 @@ int cmd_plan(const Options& o) {
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = nb::cpus_per_task(o, false);
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
+    if (!o.draw.empty()) {
+        std::vector<nb::draw::TaskPaint> tasks;
+        for (const nb::TaskPlan& t : plan.tasks) {
+            nb::draw::TaskPaint k{"task " + std::to_string(t.local_rank), t.cpus, {}, ""};
+            for (int d : t.devices) k.pci.push_back(plan.accelerators.at(static_cast<size_t>(d)).pci);
+            if (!t.devices.empty()) k.note = std::string(t.devices.size() > 1 ? "GPUs " : "GPU ") + nb::join(t.devices);
+            tasks.push_back(std::move(k));
+        }
+        nb::draw::draw_placement(o.topology, tasks, "numabind plan --mode " + o.mode + " --ntasks " + o.ntasks, o.draw);
+    }
     if (o.json)
         std::cout << nb::plan_to_json(plan).dump(2) << "\n";
     else
@@ -216,6 +229,11 @@ int cmd_topo(const Options& o) {
 int cmd_show_pid(const Options& o) {
     const int pid = nb::parse_nonnegative(o.pid, "--pid");
     const nb::ProcessReport r = nb::inspect_report(pid, o.topology, o.device_match, [&](const std::string& m) { note(o, m); });
+    if (!o.draw.empty()) {
+        nb::draw::TaskPaint k{"pid " + std::to_string(pid) + " (" + r.process.name + ")", r.cpus, {}, ""};
+        for (const nb::Accelerator& a : r.devices) k.pci.push_back(a.pci);
+        nb::draw::draw_placement(o.topology, {k}, "numabind show --pid " + std::to_string(pid), o.draw);
+    }
     if (o.json)
         std::cout << nb::process_report_to_json(r).dump(2) << "\n";
     else
@@ -227,6 +245,11 @@ int cmd_show(const Options& o) {
     if (!o.pid.empty()) return cmd_show_pid(o);
     if (o.threads) throw nb::UsageError("--threads needs --pid PID");
     const nb::PlacementReport r = nb::current_placement_report(o.topology, o.device_match, [&](const std::string& m) { note(o, m); });
+    if (!o.draw.empty()) {
+        nb::draw::TaskPaint k{"pid " + std::to_string(r.pid), r.placement.cpus, {}, ""};
+        if (r.device) k.pci.push_back(r.device->pci);
+        nb::draw::draw_placement(o.topology, {k}, "numabind show", o.draw);
+    }
     if (o.json)
         std::cout << nb::placement_to_json(r).dump(2) << "\n";
     else
@@ -275,6 +298,7 @@ int main(int argc, char** argv) {
     show->add_flag("--json", o.json, "JSON output");
     show->add_option("--pid", o.pid, "a running process: CPUs per thread, memory, devices, mismatches with its plan");
     show->add_flag("--threads", o.threads, "with --pid: list every thread");
+    show->add_option("--draw", o.draw, "also draw the placement with lstopo into FILE (.png, .svg, .pdf; .xml: the styled hwloc XML)");
     add_topology(show);
 
     CLI::App* plan = app.add_subcommand("plan", "dry run: the binding of every task of a node");
@@ -285,6 +309,7 @@ int main(int argc, char** argv) {
     plan->add_option("--allowed-cpus", o.allowed_cpus, "CPUs the tasks may use, e.g. 0-23 (default: this process's cpuset)");
     plan->add_option("--cpus-per-task", o.cpus_per_task, "no task gets fewer CPUs: its GPU's node, then the nearest");
     plan->add_flag("--json", o.json, "JSON output");
+    plan->add_option("--draw", o.draw, "also draw every task's CPUs and GPUs in its colour with lstopo into FILE (.png, .svg, .pdf; .xml: the styled hwloc XML)");
     add_topology(plan);
 
     CLI::App* topo = app.add_subcommand("topo", "list accelerators with their NUMA nodes, CPUs and L3 groups");
@@ -293,6 +318,9 @@ int main(int argc, char** argv) {
                    "discover this machine and write the per-boot topology cache (root; directory "
                    "$NUMABIND_TOPOLOGY_CACHE or /run/numabind); prints its path");
     add_topology(topo);
+
+    nb::check::CheckOptions check_options;
+    CLI::App* check = nb::check::add_check_command(app, check_options);
 
     // CLI11 says only "A subcommand is required" for an unknown verb: name it and the valid ones.
     std::string valid;
@@ -329,6 +357,7 @@ int main(int argc, char** argv) {
         if (show->parsed()) return cmd_show(o);
         if (plan->parsed()) return cmd_plan(o);
         if (topo->parsed()) return cmd_topo(o);
+        if (check->parsed()) return nb::check::run_check(check_options);
     } catch (const nb::UsageError& e) {
         std::cerr << "numabind: " << e.what() << "\n";
         return kExitUsage;

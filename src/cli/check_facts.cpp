@@ -1,0 +1,326 @@
+// `numabind check`: pure helpers (see check_facts.hpp).
+#include "check_facts.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "numabind/accelerators.hpp"
+#include "numabind/error.hpp"
+
+namespace numabind::check {
+
+namespace {
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string trim(const std::string& s) {
+    const size_t a = s.find_first_not_of(" \t\r\n");
+    if (a == std::string::npos) return "";
+    const size_t b = s.find_last_not_of(" \t\r\n");
+    return s.substr(a, b - a + 1);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(line);
+    return out;
+}
+
+// Splits at commas outside brackets: "n[1-2],gpu01" -> "n[1-2]", "gpu01".
+std::vector<std::string> split_top_level(const std::string& text) {
+    std::vector<std::string> out;
+    std::string cur;
+    int depth = 0;
+    for (char c : text) {
+        if (c == '[') ++depth;
+        if (c == ']') --depth;
+        if (c == ',' && depth == 0) {
+            out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    out.push_back(cur);
+    return out;
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// "Key=Value" words of one line; keys in lower case.
+std::vector<std::pair<std::string, std::string>> settings_of(const std::string& line) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& w : words_of(line)) {
+        const size_t eq = w.find('=');
+        if (eq == std::string::npos) continue;
+        out.emplace_back(lower(w.substr(0, eq)), w.substr(eq + 1));
+    }
+    return out;
+}
+
+}  // namespace
+
+const char* to_string(Status s) {
+    switch (s) {
+        case Status::Ok: return "OK";
+        case Status::Warn: return "WARN";
+        case Status::Fail: return "FAIL";
+    }
+    return "?";
+}
+
+int exit_status(const std::vector<Row>& rows) {
+    return std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == Status::Fail; }) ? 1 : 0;
+}
+
+std::string rows_to_table(const std::vector<Row>& rows) {
+    size_t area_w = 4, item_w = 4;
+    for (const Row& r : rows) {
+        area_w = std::max(area_w, r.area.size());
+        item_w = std::max(item_w, r.item.size());
+    }
+    auto pad = [](const std::string& s, size_t w) { return s + std::string(w > s.size() ? w - s.size() : 0, ' '); };
+    std::ostringstream out;
+    out << pad("STATUS", 6) << "  " << pad("AREA", area_w) << "  " << pad("ITEM", item_w) << "  DETAIL\n";
+    int counts[3] = {0, 0, 0};
+    for (const Row& r : rows) {
+        ++counts[static_cast<int>(r.status)];
+        out << pad(to_string(r.status), 6) << "  " << pad(r.area, area_w) << "  " << pad(r.item, item_w) << "  "
+            << r.detail << "\n";
+        if (!r.fix.empty()) out << std::string(10, ' ') << "fix: " << r.fix << "\n";
+    }
+    out << counts[0] << " OK, " << counts[1] << " WARN, " << counts[2] << " FAIL\n";
+    return out.str();
+}
+
+nlohmann::ordered_json rows_to_json(const std::vector<Row>& rows) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    int counts[3] = {0, 0, 0};
+    for (const Row& r : rows) {
+        ++counts[static_cast<int>(r.status)];
+        list.push_back({{"status", to_string(r.status)}, {"area", r.area}, {"item", r.item}, {"detail", r.detail},
+                        {"fix", r.fix}});
+    }
+    return {{"rows", list},
+            {"summary", {{"ok", counts[0]}, {"warn", counts[1]}, {"fail", counts[2]}}},
+            {"exit_status", exit_status(rows)}};
+}
+
+std::vector<std::string> words_of(const std::string& line) {
+    std::istringstream in(line.substr(0, line.find('#')));
+    std::vector<std::string> out;
+    std::string w;
+    while (in >> w) out.push_back(w);
+    return out;
+}
+
+PlugstackLine parse_plugstack_line(const std::string& line) {
+    std::vector<std::string> w = words_of(line);
+    if (w.empty()) throw UsageError("empty plugstack line (expected: required|optional PLUGIN [ARG...])");
+    if (w[0] != "required" && w[0] != "optional")
+        throw UsageError("plugstack line starts with '" + w[0] + "' (valid: required, optional)");
+    if (w.size() < 2) throw UsageError("plugstack line has no plugin path after '" + w[0] + "'");
+    PlugstackLine p;
+    p.control = w[0];
+    p.plugin = w[1];
+    p.args.assign(w.begin() + 2, w.end());
+    return p;
+}
+
+std::map<std::string, std::string> parse_key_values(const std::string& text) {
+    std::map<std::string, std::string> out;
+    for (const std::string& line : lines_of(text)) {
+        const auto settings = settings_of(line);
+        if (settings.empty()) continue;
+        const std::string& first = settings.front().first;
+        if (first == "nodename" || first == "partitionname" || first == "nodeset" || first == "frontendname" ||
+            first == "downnodes" || first == "switchname")
+            continue;
+        for (const auto& [k, v] : settings) out[k] = v;
+    }
+    return out;
+}
+
+bool is_yes(const std::string& value) {
+    const std::string v = lower(value);
+    return v == "yes" || v == "true" || v == "1";
+}
+
+Row task_plugin_row(const std::optional<std::string>& task_plugin) {
+    Row r{"slurm", "TaskPlugin", Status::Ok, "", ""};
+    const std::string v = task_plugin ? lower(*task_plugin) : "";
+    const bool cgroup = v.find("task/cgroup") != std::string::npos;
+    const bool affinity = v.find("task/affinity") != std::string::npos;
+    r.detail = "TaskPlugin=" + (task_plugin ? *task_plugin : std::string("(not set: task/none)"));
+    if (cgroup) {
+        r.detail += ": each step has its cpuset, numabind plans inside it" +
+                    std::string(affinity ? "; task/affinity's pinning is replaced by numabind's" : "");
+        return r;
+    }
+    r.status = Status::Warn;
+    r.detail += affinity ? ": no cpuset per step; numabind replaces task/affinity's pinning, but jobs sharing a "
+                           "node may be given the same CPUs"
+                         : ": no cpuset per step; numabind plans on every CPU of the node";
+    r.fix = "TaskPlugin=task/cgroup,task/affinity in slurm.conf, ConstrainCores=yes in cgroup.conf";
+    return r;
+}
+
+std::vector<std::string> expand_brackets(const std::string& pattern) {
+    const size_t open = pattern.find('[');
+    if (open == std::string::npos) return {pattern};
+    const size_t close = pattern.find(']', open);
+    if (close == std::string::npos) throw UsageError("unbalanced '[' in '" + pattern + "'");
+    const std::string head = pattern.substr(0, open);
+    const std::vector<std::string> tails = expand_brackets(pattern.substr(close + 1));
+    std::vector<std::string> out;
+    std::istringstream items(pattern.substr(open + 1, close - open - 1));
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        const size_t dash = item.find('-');
+        const std::string a = item.substr(0, dash);
+        const std::string b = dash == std::string::npos ? a : item.substr(dash + 1);
+        if (!all_digits(a) || !all_digits(b) || a.size() > 7 || b.size() > 7)
+            throw UsageError("bad range '" + item + "' in '" + pattern + "' (expected N or N-M)");
+        const long first = std::stol(a), last = std::stol(b);
+        if (last < first || last - first > 4096) throw UsageError("bad range '" + item + "' in '" + pattern + "'");
+        for (long i = first; i <= last; ++i) {
+            std::string n = std::to_string(i);
+            if (n.size() < a.size()) n = std::string(a.size() - n.size(), '0') + n;  // keep "00-07" widths
+            for (const std::string& t : tails) out.push_back(head + n + t);
+        }
+    }
+    return out;
+}
+
+GresGpus parse_gres_conf(const std::string& text, const std::string& node) {
+    GresGpus g;
+    for (const std::string& line : lines_of(text)) {
+        const auto settings = settings_of(line);
+        if (settings.empty()) continue;
+        std::map<std::string, std::string> s(settings.begin(), settings.end());
+        if (auto it = s.find("nodename"); it != s.end()) {
+            bool mine = false;
+            for (const std::string& part : split_top_level(it->second))
+                for (const std::string& n : expand_brackets(part)) mine = mine || n == node;
+            if (!mine) continue;
+        }
+        if (auto it = s.find("autodetect"); it != s.end()) {
+            g.autodetect_value = it->second;
+            g.autodetect = lower(it->second) != "off" && !it->second.empty();
+        }
+        auto name = s.find("name");
+        auto file = s.find("file");
+        if (name == s.end() || lower(name->second) != "gpu" || file == s.end()) continue;
+        for (const std::string& part : split_top_level(file->second))
+            for (const std::string& f : expand_brackets(part)) g.files.push_back(f);
+    }
+    return g;
+}
+
+OrderCheck pci_order(const std::vector<std::string>& pci) {
+    OrderCheck c;
+    for (size_t i = 0; i + 1 < pci.size(); ++i) {
+        if (pci_address_less(pci[i + 1], pci[i])) {
+            c.in_order = false;
+            c.first_bad = static_cast<int>(i);
+            return c;
+        }
+    }
+    return c;
+}
+
+Row gpu_rule_row(int known, int total, const std::optional<bool>& gres_in_pci_order) {
+    Row r{"device files", "GPU rule the plugin uses", Status::Ok, "", ""};
+    const int unknown = total - known;
+    if (total == 0) {
+        r.detail = "no accelerator: steps on this node are left alone";
+    } else if (unknown == 0) {
+        r.detail = "every accelerator's device file is known: each task open()s them and binds to the GPUs it "
+                   "can open (one rule with or without ConstrainDevices)";
+    } else if (unknown == 1) {
+        r.detail = std::to_string(known) + " of " + std::to_string(total) +
+                   " device files known: tasks are still bound per device (the one unknown GPU is the one no "
+                   "opened file accounts for)";
+    } else {
+        r.detail = std::to_string(unknown) + " of " + std::to_string(total) +
+                   " device files unknown: the tasks share the step's SLURM_STEP_GPUS list by the ownership rule "
+                   "(where devices are not constrained, the GPU variable is read as Slurm's gres index instead)";
+        if (gres_in_pci_order && *gres_in_pci_order) {
+            r.detail += ", right here since gres.conf lists the GPUs in PCI order";
+        } else {
+            r.status = Status::Warn;
+            r.detail += gres_in_pci_order ? "; gres.conf does not list the GPUs in PCI order, so tasks are bound "
+                                            "next to the wrong GPUs"
+                                          : "; whether gres.conf lists the GPUs in PCI order cannot be told here";
+            r.fix = "give device_files= in the plugstack line (or load the driver that provides "
+                    "/proc/driver/nvidia or DRM render nodes), or list gres.conf File= in PCI order "
+                    "(AutoDetect=nvml does)";
+        }
+    }
+    return r;
+}
+
+std::map<int, int> parse_nvidia_smi_topo(const std::string& text) {
+    std::map<int, int> out;
+    int device_columns = -1;
+    for (const std::string& line : lines_of(text)) {
+        std::vector<std::string> w = words_of(line);
+        if (w.empty()) continue;
+        if (device_columns < 0) {
+            const auto cpu = std::find(w.begin(), w.end(), "CPU");
+            if (cpu != w.end() && line.find("NUMA Affinity") != std::string::npos)
+                device_columns = static_cast<int>(cpu - w.begin());
+            continue;
+        }
+        if (w[0].size() < 4 || w[0].size() > 9 || w[0].compare(0, 3, "GPU") != 0 || !all_digits(w[0].substr(3))) continue;
+        const size_t numa_at = static_cast<size_t>(device_columns) + 2;  // name, matrix, CPU affinity
+        if (w.size() <= numa_at) continue;
+        const std::string& numa = w[numa_at];
+        out[std::stoi(w[0].substr(3))] = all_digits(numa) && numa.size() < 7 ? std::stoi(numa) : -1;
+    }
+    return out;
+}
+
+std::map<int, int> parse_rocm_smi_numa(const std::string& text) {
+    std::map<int, int> out;
+    for (const std::string& line : lines_of(text)) {
+        const std::string key = "Numa Node:";
+        const size_t k = line.find(key);
+        if (line.compare(0, 4, "GPU[") != 0 || k == std::string::npos) continue;
+        const size_t close = line.find(']');
+        const std::string index = line.substr(4, close == std::string::npos ? 0 : close - 4);
+        const std::string value = trim(line.substr(k + key.size()));
+        if (!all_digits(index) || index.size() > 6) continue;
+        out[std::stoi(index)] = all_digits(value) && value.size() < 7 ? std::stoi(value) : -1;
+    }
+    return out;
+}
+
+std::string engine_refusal(const FileFacts& engine, const FileFacts& plugin) {
+    if (!engine.exists) return "missing";
+    if (!engine.regular) return "not a regular file";
+    if (engine.mode & 022) return "writable by group or others";
+    if (engine.uid != 0 && !(plugin.exists && plugin.uid == engine.uid))
+        return "owned by uid " + std::to_string(engine.uid) + ", neither root nor the plugin's owner";
+    return "";
+}
+
+std::optional<std::pair<int, int>> kernel_version(const std::string& release) {
+    const size_t dot = release.find('.');
+    if (dot == std::string::npos) return std::nullopt;
+    size_t end = dot + 1;
+    while (end < release.size() && std::isdigit(static_cast<unsigned char>(release[end]))) ++end;
+    const std::string major = release.substr(0, dot), minor = release.substr(dot + 1, end - dot - 1);
+    if (!all_digits(major) || !all_digits(minor) || major.size() > 4 || minor.size() > 4) return std::nullopt;
+    return std::make_pair(std::stoi(major), std::stoi(minor));
+}
+
+}  // namespace numabind::check

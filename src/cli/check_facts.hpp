@@ -1,0 +1,101 @@
+// `numabind check`: the pure parts — the result rows and how they print, and the parsers and
+// rules for what a site's files say (plugstack lines, slurm.conf, cgroup.conf, gres.conf,
+// nvidia-smi / rocm-smi output). No I/O here: check.cpp reads the files and asks these.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace numabind::check {
+
+enum class Status { Ok, Warn, Fail };
+const char* to_string(Status s);  // "OK", "WARN", "FAIL"
+
+// One line of the report: what was compared, what was found, and what to do about it.
+struct Row {
+    std::string area;  // "accelerators", "device files", "plugstack", "slurm", "kernel"
+    std::string item;  // what this row is about, e.g. "GPU 0 (0000:07:00.0) NUMA node"
+    Status status = Status::Ok;
+    std::string detail;  // what was found
+    std::string fix;     // what to do; empty for OK rows
+};
+
+// 0: every row OK or WARN; 1: at least one FAIL (2, usage, is the caller's).
+int exit_status(const std::vector<Row>& rows);
+// One table: STATUS  AREA  ITEM  DETAIL, the fix on the next line ("  fix: ..."), then a
+// summary line with the counts.
+std::string rows_to_table(const std::vector<Row>& rows);
+nlohmann::ordered_json rows_to_json(const std::vector<Row>& rows);
+
+// ---- plugstack.conf ----
+// One plugstack.conf line: "required|optional PLUGIN [ARG...]" (Slurm splits on blanks).
+struct PlugstackLine {
+    std::string control;  // "required" or "optional"
+    std::string plugin;   // the plugin's path as written
+    std::vector<std::string> args;
+};
+// Throws UsageError for an empty line, a first word other than required/optional, or a
+// missing plugin path.
+PlugstackLine parse_plugstack_line(const std::string& line);
+// The words of a line without its comment ("#" to the end), blank-separated.
+std::vector<std::string> words_of(const std::string& line);
+
+// ---- slurm.conf-style files ----
+// "Key=Value" settings of a slurm.conf or cgroup.conf text, keys in lower case, the last
+// one winning (Slurm's own rule); comments and NodeName/PartitionName lines are skipped.
+std::map<std::string, std::string> parse_key_values(const std::string& text);
+bool is_yes(const std::string& value);  // yes/true/1, any case
+
+// TaskPlugin=task/cgroup,task/affinity: what it means for numabind.
+Row task_plugin_row(const std::optional<std::string>& task_plugin);
+
+// Slurm's bracket ranges in one name: "/dev/nvidia[0-3,5]" -> /dev/nvidia0..3, /dev/nvidia5;
+// "nvidia[00-01]" keeps the width. Throws UsageError on a malformed range.
+std::vector<std::string> expand_brackets(const std::string& pattern);
+
+// What gres.conf says about GPUs on one node.
+struct GresGpus {
+    bool autodetect = false;           // AutoDetect=nvml|rsmi|oneapi|nrt: Slurm finds them (PCI order)
+    std::string autodetect_value;
+    std::vector<std::string> files;    // File= of Name=gpu lines for this node, in gres index order
+};
+// Lines with NodeName= apply when `node` is one of its names (brackets expanded); a line
+// without NodeName= applies everywhere.
+GresGpus parse_gres_conf(const std::string& text, const std::string& node);
+
+// Whether PCI addresses (gres index order) are ascending; the first pair out of order.
+struct OrderCheck {
+    bool in_order = true;
+    int first_bad = -1;  // index i with pci[i] after pci[i+1]
+};
+OrderCheck pci_order(const std::vector<std::string>& pci_in_gres_order);
+
+// ---- which GPU rule the plugin uses (docs/SITE.md §6) ----
+// known: accelerators whose device file is known (device_files= or found); total: all.
+// gres_in_pci_order: nullopt when it cannot be told.
+Row gpu_rule_row(int known, int total, const std::optional<bool>& gres_in_pci_order);
+
+// ---- tool outputs ----
+// `nvidia-smi topo -m`: GPU index -> NUMA affinity (the node number, -1 for "N/A").
+std::map<int, int> parse_nvidia_smi_topo(const std::string& text);
+// `rocm-smi --showtoponuma`: GPU index -> "(Topology) Numa Node" (-1 when unknown).
+std::map<int, int> parse_rocm_smi_numa(const std::string& text);
+
+// ---- the step engine beside the plugin (the rule of spank/engine_loader.cpp) ----
+struct FileFacts {
+    bool exists = false;
+    bool regular = false;
+    unsigned mode = 0;  // st_mode
+    unsigned uid = 0;
+};
+// "" when the front would load the engine; otherwise why it would not.
+std::string engine_refusal(const FileFacts& engine, const FileFacts& plugin);
+
+// "6.1.0-18-amd64" -> {6, 1}; nullopt when it does not start with two numbers.
+std::optional<std::pair<int, int>> kernel_version(const std::string& release);
+
+}  // namespace numabind::check
