@@ -285,11 +285,14 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
             }
         for (int n : task.mems)
             if (n >= 0 && n < kMaxNodes) to[n / kBitsPerWord] |= 1UL << (n % kBitsPerWord);
-        if (any_from) {
+        // Nothing off home (the common case, and every one-node machine): no migration and
+        // no second numa_maps walk, which costs as much as the first.
+        const bool anything_off = r.pages_off_home_before != 0;
+        if (any_from && anything_off) {
             long rc = syscall(SYS_migrate_pages, 0, kMaxNodes, from, to);
             if (rc < 0) r.warnings.push_back(std::string("migrate_pages failed: ") + std::strerror(errno));
         }
-        r.pages_off_home_after = anonymous_pages_off(task.mems);
+        r.pages_off_home_after = anything_off ? anonymous_pages_off(task.mems) : 0;
         if (r.pages_off_home_before >= 0 && r.pages_off_home_after >= 0)
             r.pages_moved = std::max(0L, r.pages_off_home_before - r.pages_off_home_after);
         if (r.pages_off_home_after > 0)
