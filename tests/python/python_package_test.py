@@ -90,7 +90,8 @@ with tempfile.TemporaryDirectory() as work:
           r.stdout[-2000:] + r.stderr[-2000:])
     out = probe_ok("venv", vpy, NUMABIND_LIBRARY=SO)
     check("venv: the module imported is the venv's", str(out.get("file", "")).startswith(venv), out)
-    r = run([vpy, "-m", "numabind", "plan", "--topology", xml, "--ntasks", str(ntasks), "--json"], NUMABIND_LIBRARY=SO)
+    r = run([vpy, "-m", "numabind", "plan", "--topology", xml, "--ntasks", str(ntasks), "--mode", "exclusive", "--json"],
+            NUMABIND_LIBRARY=SO)
     plan = json.loads(r.stdout) if r.returncode == 0 else {}
     check("venv: python -m numabind plan --json", r.returncode == 0 and
           sorted(plan["tasks"][0]["cpus"]) == sorted(gpus[sorted(gpus)[0]]), r.stdout + r.stderr)
