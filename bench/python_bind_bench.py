@@ -3,7 +3,7 @@
 "Python bind() costs").
 
     PYTHONPATH=build/python python3 bench/python_bind_bench.py [--rounds 15] [--threads 1,10,100,500]
-        [--gib 1,4] [--device-match VVVV:DDDD] [--json OUT]
+        [--gib 1,4] [--device-match VVVV:DDDD] [--json OUT]     (--threads "" or --gib "": skip that part)
 
 Every sample is a fresh process (what a spawned DDP worker pays):
 - bind: N threads started and blocked first, then the wall time of bind(mode="node") on this
@@ -13,7 +13,8 @@ Every sample is a fresh process (what a spawned DDP worker pays):
   One extra row: 1 thread with NUMABIND_TOPOLOGY_CACHE=off (live discovery).
 - migrate: G GiB of anonymous memory touched, then, in the same process, the bare
   migrate_pages(2) call numabind makes (every allowed node but the home to the home),
-  bind(migrate=False) and bind(migrate=True); the migrate cost is their difference. One read
+  bind(migrate=False) and bind(migrate=True), in alternating order; the migrate cost is their
+  difference. One read
   of /proc/self/numa_maps is timed as well: that walk is what bind(migrate=True) may repeat.
 This machine needs an "accelerator": a PCI device named with --device-match (default: the
 first network controller, which is enough to plan and bind for real).
@@ -72,12 +73,19 @@ libc.syscall(256, 0, 1024, src, dst)           # SYS_migrate_pages on x86_64, as
 t1 = time.perf_counter()
 with open("/proc/self/numa_maps") as f: f.read()
 t2 = time.perf_counter()
-numabind.bind(local_rank=0, ntasks=1, mode="node", device_match=dm, thread_pools=False)
-t3 = time.perf_counter()
-r = numabind.bind(local_rank=0, ntasks=1, mode="node", device_match=dm, thread_pools=False, migrate=True)
-t4 = time.perf_counter()
-print(json.dumps({"bare_ms": (t1 - t0) * 1e3, "walk_ms": (t2 - t1) * 1e3, "bind_ms": (t3 - t2) * 1e3,
-                  "bind_migrate_ms": (t4 - t3) * 1e3, "migrate_cost_ms": ((t4 - t3) - (t3 - t2)) * 1e3,
+def timed(migrate):
+    a = time.perf_counter()
+    res = numabind.bind(local_rank=0, ntasks=1, mode="node", device_match=dm, thread_pools=False, migrate=migrate)
+    return time.perf_counter() - a, res
+# Which call comes first alternates between samples (the second one finds warm caches).
+if sys.argv[3] == "0":
+    plain, _ = timed(False)
+    with_migrate, r = timed(True)
+else:
+    with_migrate, r = timed(True)
+    plain, _ = timed(False)
+print(json.dumps({"bare_ms": (t1 - t0) * 1e3, "walk_ms": (t2 - t1) * 1e3, "bind_ms": plain * 1e3,
+                  "bind_migrate_ms": with_migrate * 1e3, "migrate_cost_ms": (with_migrate - plain) * 1e3,
                   "other_nodes": int(any(src)), "pages_off_home_before": r["pages_off_home_before"],
                   "pages_moved": r["pages_moved"]}))
 """
@@ -126,9 +134,9 @@ def main():
             del env[k]
         subprocess.run([os.environ.get("NUMABIND_BIN", "numabind"), "topo", "--export-cache"], check=True, env=env,
                        capture_output=True)
-        rows = [(int(n), env) for n in a.threads.split(",")] + [(1, dict(env, NUMABIND_TOPOLOGY_CACHE="off"))]
+        rows = [(int(n), env) for n in a.threads.split(",") if n] + [(1, dict(env, NUMABIND_TOPOLOGY_CACHE="off"))]
         print(f"bind(mode='node', device_match={dm!r}), {a.rounds} fresh processes each; ms: q1 / median / q3")
-        for n, e in rows:
+        for n, e in (rows if a.threads else []):
             key = f"{n}" + ("" if e is env else " (no cache)")
             samples = [child(CHILD_BIND, [str(n), dm], e) for _ in range(a.rounds)]
             out["bind"][key] = samples
@@ -137,8 +145,8 @@ def main():
             print(f"  {key:>14} threads: bind {b[0]:7.2f} / {b[1]:7.2f} / {b[2]:7.2f}   "
                   f"setaffinity loop {loop[0]:6.2f} / {loop[1]:6.2f} / {loop[2]:6.2f}")
         print("migrate=True against the bare migrate_pages call (same process); ms: median")
-        for g in a.gib.split(","):
-            samples = [child(CHILD_MIGRATE, [g, dm], env) for _ in range(max(3, a.rounds // 3))]
+        for g in [g for g in a.gib.split(",") if g]:
+            samples = [child(CHILD_MIGRATE, [g, dm, str(i % 2)], env) for i in range(max(4, a.rounds // 3))]
             out["migrate"][g] = samples
             med = {k: statistics.median(s[k] for s in samples) for k in
                    ("bare_ms", "walk_ms", "bind_ms", "bind_migrate_ms", "migrate_cost_ms")}
