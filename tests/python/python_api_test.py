@@ -7,7 +7,6 @@ DataLoader), a CPU-only node (bound False, one warning, whatever fallback), Pyth
 of errors and types, torch's AffinityMode, cuda_index() under CUDA_VISIBLE_DEVICES."""
 import enum
 import functools
-import io
 import json
 import logging
 import multiprocessing
