@@ -30,7 +30,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   slurm-wlm slurmd slurmctld libslurm-dev munge libpmix-dev
   libopenmpi-dev openmpi-bin
-  hyperfine python3 python3-torch
+  hyperfine python3 python3-torch python3-pip python3-venv python3-setuptools
   qemu-system-x86 busybox-static xz-utils zstd
   clang
   man-db procps rpm cpio file

@@ -16,7 +16,7 @@ ROOT=$PWD
 .ci/install-deps.sh
 BUILD=${NUMABIND_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target numabind-cli spank_numabind numabind_stepd
+cmake --build "$BUILD" -j"$(nproc)" --target numabind-cli spank_numabind numabind_stepd numabind_shared  # + build/python
 NB=$ROOT/$BUILD/numabind
 
 DIR=$(mktemp -d /tmp/numabind-demo.XXXXXX)
@@ -39,6 +39,8 @@ for mode in exclusive core-complex; do
   banner "numabind plan --mode $mode --ntasks 8 on that node (one task per GPU; see man numabind)"
   "$NB" plan --topology "$DIR/dgx-a100.xml" --mode "$mode" --ntasks 8
 done
+banner "the same from Python: numabind.plan(topology=..., ntasks=16, mode='core-complex') (docs/PYTHON.md)"
+PYTHONPATH=$ROOT/$BUILD/python /usr/bin/python3 -m numabind plan --topology "$DIR/dgx-a100.xml" --mode core-complex --ntasks 16
 
 echo "required $DIR/spank_numabind.so topology=$DIR/real.xml mem=bind" >"$DIR/plugstack.conf"
 tests/slurm/cluster.sh start "$DIR" --plugstack "$DIR/plugstack.conf" >/dev/null

@@ -17,4 +17,11 @@ public:
     explicit UsageError(const std::string& message) : Error(message) {}
 };
 
+// No accelerator this process could bind to (none found on the node, or none visible):
+// the C API reports it as error_kind "no_accelerator" (Python: bound False and a warning).
+class NoAcceleratorError : public Error {
+public:
+    explicit NoAcceleratorError(const std::string& message) : Error(message) {}
+};
+
 }  // namespace numabind

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define NUMABIND_API_VERSION 1
+#define NUMABIND_API_VERSION 2  /* 2: numabind_plan_json, "error_kind" */
 
 /* Status codes (the command's exit statuses where they overlap). */
 #define NUMABIND_OK 0
@@ -47,7 +47,8 @@ typedef struct numabind_result numabind_result;
  *   allowed_cpus  CPUs the tasks may use (default: this process's cpuset)
  *   rank_source   auto (default) or env
  *   fallback      fail (default) or warn: on failure bind nothing and return NUMABIND_OK
- *                 with "bound": false and the reason in "error" (NUMABIND_MODE=none is set)
+ *                 with "bound": false, the reason in "error" and "error_kind" ("no_accelerator":
+ *                 none found or none visible; "error": anything else) (NUMABIND_MODE=none is set)
  *   migrate       0 (default) or 1: move the pages already resident to the home node(s)
  * numabind_options_set returns NUMABIND_USAGE for an unknown key (values are checked by bind). */
 numabind_options *numabind_options_new(void);
@@ -77,6 +78,16 @@ const char *numabind_result_json(const numabind_result *result);
 int numabind_result_threads(const numabind_result *result);   /* threads bound, -1 if none */
 long numabind_result_pages_moved(const numabind_result *result); /* pages migrated, 0 without migrate */
 void numabind_result_free(numabind_result *result);
+
+/* What `numabind plan --json` prints for the options' mode, mem, ntasks (else the launcher's
+ * variables), devices, device_match, topology and allowed_cpus: the whole node's plan,
+ * nothing applied (API version 2). local_rank, fallback and migrate are not used. */
+int numabind_plan_json(const numabind_options *options, char **json, char *error, size_t error_size);
+
+/* The CUDA ordinal (what torch.device("cuda", i) takes) of this process's device
+ * (NUMABIND_DEVICE) under the current CUDA_VISIBLE_DEVICES; NUMABIND_ERROR when the process
+ * is not bound to a device or CUDA does not see it (API version 2). */
+int numabind_cuda_index(const char *topology, const char *device_match, int *index, char *error, size_t error_size);
 
 /* What `numabind show --json` prints for the calling process. topology/device_match may be NULL. */
 int numabind_placement_json(const char *topology, const char *device_match, char **json, char *error,

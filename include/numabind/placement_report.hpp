@@ -13,6 +13,13 @@
 
 namespace numabind {
 
+// What NUMABIND_* says was planned, for a binding whose devices this topology does not show.
+struct PlannedBinding {
+    std::string mode, cpus, mems, mem_policy, device_pci;
+    std::vector<int> devices;
+    std::string note;  // why the plan is shown instead of the device
+};
+
 struct PlacementReport {
     int pid = 0;
     Placement placement;             // the calling thread's affinity and memory policy
@@ -22,6 +29,7 @@ struct PlacementReport {
     std::vector<int> device_nodes;      // union of their home nodes
     std::string device_source;
     std::vector<std::string> warnings;
+    std::optional<PlannedBinding> plan;  // set: the device is not seen, the report shows the plan
 };
 
 // Throws Error/UsageError (topology, --device-match, malformed variables).

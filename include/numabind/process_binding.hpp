@@ -28,7 +28,8 @@ struct ProcessBindResult {
     int threads_policy = 0;          // threads whose memory policy was set and read back (caller included)
     int threads_policy_missing = 0;  // threads that did not answer the policy signal in time
     bool migrated = false;
-    long pages_off_home_before = 0;  // anonymous pages off the home nodes (numa_maps)
+    long pages_off_home_before = 0;  // anonymous pages off the home nodes (numa_maps); -1: not counted
+                                     // (no other node allowed, so nothing could move)
     long pages_off_home_after = 0;
     long pages_moved = 0;
     std::vector<std::string> warnings;

@@ -57,4 +57,10 @@ std::unique_ptr<HwlocTopology> load_topology(const std::string& topology, bool x
 TaskPlan plan_this_task(const TaskRequest& request, NodePlan& plan_out, const PmixRankSource& pmix,
                         const Notify& note, const Notify& warn);
 
+// What `numabind plan` plans for the whole node from `request` (nothing applied, nothing
+// read from the process: the topology's own allowed CPUs unless allowed_cpus is given, the
+// visible devices from request.devices only). The task count: request.ntasks, else the
+// launcher's variables; unknown is a UsageError naming `ntasks_name`.
+NodePlan plan_preview(const TaskRequest& request, const Notify& note, const std::string& ntasks_name = "--ntasks");
+
 }  // namespace numabind

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -19,6 +20,7 @@
 #include "numabind/report.hpp"
 #include "numabind/task_planner.hpp"
 #include "numabind/text.hpp"
+#include "numabind/visible.hpp"
 
 namespace nb = numabind;
 
@@ -195,8 +197,9 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
         } catch (const std::exception& e) {
             if (opts.fallback != "warn") throw;
             setenv("NUMABIND_MODE", "none", 1);
-            j = {{"bound", false}, {"error", e.what()}, {"mode", "none"}, {"warnings", warnings},
-                 {"env", {{"NUMABIND_MODE", "none"}}}};
+            const bool no_accelerator = dynamic_cast<const nb::NoAcceleratorError*>(&e) != nullptr;
+            j = {{"bound", false}, {"error", e.what()}, {"error_kind", no_accelerator ? "no_accelerator" : "error"},
+                 {"mode", "none"}, {"warnings", warnings}, {"env", {{"NUMABIND_MODE", "none"}}}};
             if (result) *result = make_result(j, -1, 0);
             return NUMABIND_OK;
         }
@@ -250,6 +253,53 @@ const char* numabind_result_json(const numabind_result* r) { return r ? r->json.
 int numabind_result_threads(const numabind_result* r) { return r ? r->threads : -1; }
 long numabind_result_pages_moved(const numabind_result* r) { return r ? r->pages_moved : 0; }
 void numabind_result_free(numabind_result* r) { delete r; }
+
+int numabind_plan_json(const numabind_options* o, char** json, char* error, size_t error_size) {
+    if (json) *json = nullptr;
+    return guarded(error, error_size, [&] {
+        if (!json) throw nb::UsageError("numabind_plan_json: NULL json pointer");
+        const numabind_options defaults;
+        const nb::NodePlan plan = nb::plan_preview(o ? o->request : defaults.request, [](const std::string&) {}, "ntasks");
+        *json = dup_string(nb::plan_to_json(plan).dump());
+        if (!*json) throw std::bad_alloc();
+        return NUMABIND_OK;
+    });
+}
+
+int numabind_cuda_index(const char* topology, const char* device_match, int* index, char* error, size_t error_size) {
+    if (index) *index = -1;
+    return guarded(error, error_size, [&] {
+        if (!index) throw nb::UsageError("numabind_cuda_index: NULL index pointer");
+        const char* device = std::getenv("NUMABIND_DEVICE");
+        if (!device || !*device)
+            throw nb::Error("this process is not bound to a device (NUMABIND_DEVICE is unset or empty)");
+        auto topo = nb::load_topology(topology ? topology : "", true, [](const std::string&) {});
+        const auto accs = nb::find_accelerators(topo->model(), nb::make_matcher(device_match ? device_match : ""));
+        const int physical = nb::parse_device_list(device, static_cast<int>(accs.size()), "NUMABIND_DEVICE").front();
+        // CUDA numbers the NVIDIA devices (all accelerators where none is NVIDIA), narrowed
+        // and reordered by CUDA_VISIBLE_DEVICES; the other runtimes' variables do not count.
+        auto cuda_only = [](const std::string& name) {
+            return name == "CUDA_VISIBLE_DEVICES" ? nb::getenv_lookup(name) : std::nullopt;
+        };
+        const nb::VisibleDevices vis = nb::visible_from_env(accs, cuda_only, nb::nvml_uuid_resolver());
+        if (!vis.warnings.empty()) throw nb::Error(vis.warnings.front());
+        std::vector<int> order = vis.indexes;
+        if (!vis.restricted) {
+            for (const auto& a : accs)
+                if (a.vendor == nb::Vendor::Nvidia) order.push_back(a.index);
+            if (order.empty())
+                for (const auto& a : accs) order.push_back(a.index);
+        }
+        auto it = std::find(order.begin(), order.end(), physical);
+        if (it == order.end()) {
+            const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+            throw nb::Error("device " + std::to_string(physical) + " is not visible to CUDA (CUDA_VISIBLE_DEVICES='" +
+                            (cvd ? cvd : "") + "')");
+        }
+        *index = static_cast<int>(it - order.begin());
+        return NUMABIND_OK;
+    });
+}
 
 int numabind_placement_json(const char* topology, const char* device_match, char** json, char* error, size_t error_size) {
     if (json) *json = nullptr;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <sstream>
 
 #include "numabind/local_rank.hpp"
@@ -11,6 +12,34 @@
 #include "numabind/visible.hpp"
 
 namespace numabind {
+
+namespace {
+
+std::string env_or_empty(const char* name) { return getenv_lookup(name).value_or(""); }
+
+// The binding NUMABIND_* records, when its devices are not those this topology shows (an
+// index past the accelerators found, or another PCI address): a bind from topology= (an
+// XML of another machine, or fake devices) that live discovery cannot check.
+std::optional<PlannedBinding> plan_not_seen(const std::vector<int>& owned, const std::vector<Accelerator>& accs,
+                                            const std::string& source) {
+    const std::string pci = env_or_empty("NUMABIND_DEVICE_PCI");
+    const bool past_end = std::any_of(owned.begin(), owned.end(), [&](int d) { return d >= static_cast<int>(accs.size()); });
+    if (owned.empty() || (!past_end && (pci.empty() || accs[owned.front()].pci == pci))) return std::nullopt;
+    PlannedBinding p;
+    p.mode = env_or_empty("NUMABIND_MODE");
+    p.cpus = env_or_empty("NUMABIND_CPUS");
+    p.mems = env_or_empty("NUMABIND_MEMS");
+    p.mem_policy = env_or_empty("NUMABIND_MEM_POLICY");
+    p.devices = owned;
+    p.device_pci = pci;
+    p.note = "device(s) " + join(owned) + (pci.empty() ? "" : " (first " + pci + ")") + " of the binding in " + source +
+             " are not among the " + std::to_string(accs.size()) +
+             " accelerator(s) this topology shows (planned from another topology XML? pass it as topology=/--topology); "
+             "showing the plan";
+    return p;
+}
+
+}  // namespace
 
 PlacementReport current_placement_report(const std::string& topology, const std::string& device_match,
                                          const Notify& note) {
@@ -26,12 +55,17 @@ PlacementReport current_placement_report(const std::string& topology, const std:
     // The process's devices: NUMABIND_DEVICES if numabind bound it, else what the
     // ownership rule (assign_devices) gives its local rank among the visible devices.
     std::vector<int>& owned = r.devices;
-    if (auto d = getenv_lookup("NUMABIND_DEVICES"); d && !d->empty()) {
-        owned = parse_device_list(*d, static_cast<int>(accs.size()), "NUMABIND_DEVICES");
-        r.device_source = "NUMABIND_DEVICES";
-    } else if (auto d1 = getenv_lookup("NUMABIND_DEVICE"); d1 && !d1->empty()) {
-        owned = parse_device_list(*d1, static_cast<int>(accs.size()), "NUMABIND_DEVICE");
-        r.device_source = "NUMABIND_DEVICE";
+    for (const char* name : {"NUMABIND_DEVICES", "NUMABIND_DEVICE"}) {
+        auto d = getenv_lookup(name);
+        if (!d || d->empty()) continue;
+        owned = parse_device_list(*d, INT_MAX, name);  // syntax errors are usage errors
+        r.device_source = name;
+        if (auto plan = plan_not_seen(owned, accs, name)) {  // bound from another topology's plan
+            r.plan = std::move(plan);
+            r.devices = r.plan->devices;
+            return r;
+        }
+        break;
     }
     if (owned.empty() && !accs.empty()) {
         VisibleDevices vis = visible_from_env(accs, getenv_lookup, nvml_uuid_resolver());
@@ -83,7 +117,7 @@ nlohmann::ordered_json placement_to_json(const PlacementReport& r) {
     if (r.device)
         dev = nlohmann::ordered_json{{"index", r.device->index}, {"pci", r.device->pci},
                                      {"numa_nodes", r.device->home_nodes}, {"source", r.device_source}};
-    return nlohmann::ordered_json{{"pid", r.pid},
+    nlohmann::ordered_json out{{"pid", r.pid},
                                   {"cpus", r.placement.cpus.ids()},
                                   {"cpu_numa_nodes", r.cpu_numa_nodes},
                                   {"mem_policy", r.placement.mem_policy},
@@ -91,6 +125,13 @@ nlohmann::ordered_json placement_to_json(const PlacementReport& r) {
                                   {"device", dev},
                                   {"devices", r.devices},
                                   {"warnings", r.warnings}};
+    if (r.plan) {
+        out["plan"] = {{"mode", r.plan->mode}, {"cpus", r.plan->cpus}, {"mems", r.plan->mems},
+                       {"mem_policy", r.plan->mem_policy}, {"devices", r.plan->devices},
+                       {"device_pci", r.plan->device_pci}};
+        out["note"] = r.plan->note;
+    }
+    return out;
 }
 
 std::string placement_to_text(const PlacementReport& r) {
@@ -99,7 +140,12 @@ std::string placement_to_text(const PlacementReport& r) {
     out << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << join(r.cpu_numa_nodes) << ")\n";
     out << "memory:     " << p.mem_policy
         << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
-    if (r.device)
+    if (r.plan) {
+        out << "plan:       mode " << r.plan->mode << ", cpus " << r.plan->cpus << ", mems "
+            << (r.plan->mems.empty() ? "-" : r.plan->mems) << " (" << r.plan->mem_policy << "), device(s) "
+            << join(r.plan->devices) << (r.plan->device_pci.empty() ? "" : " (" + r.plan->device_pci + ")") << "\n";
+        out << "note:       " << r.plan->note << "\n";
+    } else if (r.device)
         out << (r.devices.size() > 1 ? "devices:    " + join(r.devices) + ", first " : std::string("device:     "))
             << r.device->index << " (" << r.device->pci << ") on NUMA node(s) " << join(r.device_nodes) << " ["
             << r.device_source << "]\n";

@@ -75,6 +75,10 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
         lr.size = lr.rank + 1;
     }
 
+    if (accs.empty() && mode != Mode::None)  // plan_node's message, as a kind of its own
+        throw NoAcceleratorError("no accelerator found on this node (use --device-match to name the devices, e.g. "
+                                 "10de or class=0x0302)");
+
     PlanRequest req;
     req.mode = mode;
     req.mem = mem;
@@ -89,7 +93,7 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
             req.visible_devices = vis.indexes;
             note("devices from " + vis.source + ": " + join(vis.indexes));
             if (vis.indexes.empty() && mode != Mode::None)
-                throw Error(vis.source + " makes no device visible; nothing to bind to");
+                throw NoAcceleratorError(vis.source + " makes no device visible; nothing to bind to");
         } else {
             note("devices: all " + std::to_string(accs.size()) + " accelerator(s)");
         }
@@ -102,6 +106,31 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
          (req.min_cpus ? ", at least " + std::to_string(req.min_cpus) + " per task" : std::string()));
     plan_out = plan_node(topo.model(), accs, req);
     return plan_out.tasks.at(lr.rank);
+}
+
+NodePlan plan_preview(const TaskRequest& o, const Notify& note, const std::string& ntasks_name) {
+    PlanRequest req;
+    req.mode = parse_mode(o.mode);
+    req.mem = parse_mem_policy(o.mem);
+    req.ntasks = 0;  // unknown until given or found
+    if (!o.ntasks.empty()) {
+        req.ntasks = parse_nonnegative(o.ntasks, ntasks_name);
+    } else if (auto lr = local_rank_from_env(getenv_lookup); lr && lr->size > 0) {
+        req.ntasks = lr->size;
+        note("local tasks " + std::to_string(lr->size) + " from " + lr->size_source);
+    }
+    if (req.ntasks < 1)
+        throw UsageError(o.ntasks.empty() ? "the local task count is unknown; pass " + ntasks_name
+                                          : "invalid " + ntasks_name + " '0' (must be at least 1)");
+    auto topo_ptr = load_topology(o.topology, false, note);
+    const HwlocTopology& topo = *topo_ptr;
+    note("topology: " + topo.source());
+    auto accs = find_accelerators(topo.model(), make_matcher(o.device_match));
+    if (!o.devices.empty()) req.visible_devices = parse_device_list(o.devices, static_cast<int>(accs.size()));
+    HwlocTopology::Allowed allowed = topo.allowed();
+    req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : IdSet::parse(o.allowed_cpus);
+    req.allowed_mems = std::move(allowed.mems);
+    return plan_node(topo.model(), accs, req);
 }
 
 }  // namespace numabind

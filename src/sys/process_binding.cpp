@@ -258,7 +258,6 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
 
     if (migrate && !task.mems.empty()) {
         r.migrated = true;
-        r.pages_off_home_before = anonymous_pages_off(task.mems);
         // From every other node the process may use to the home node(s).
         unsigned long from[kMaskWords] = {}, to[kMaskWords] = {};
         IdSet allowed_mems;
@@ -285,11 +284,16 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
             }
         for (int n : task.mems)
             if (n >= 0 && n < kMaxNodes) to[n / kBitsPerWord] |= 1UL << (n % kBitsPerWord);
-        if (any_from) {
+        // Each numa_maps walk costs about what moving the pages does: none when no other node
+        // is allowed (nothing can move; the counts stay -1, not counted), one when nothing is
+        // off home, the second only to count what stayed off after migrate_pages.
+        r.pages_off_home_before = any_from ? anonymous_pages_off(task.mems) : -1;
+        const bool anything_off = any_from && r.pages_off_home_before != 0;
+        if (anything_off) {
             long rc = syscall(SYS_migrate_pages, 0, kMaxNodes, from, to);
             if (rc < 0) r.warnings.push_back(std::string("migrate_pages failed: ") + std::strerror(errno));
         }
-        r.pages_off_home_after = anonymous_pages_off(task.mems);
+        r.pages_off_home_after = anything_off ? anonymous_pages_off(task.mems) : r.pages_off_home_before;
         if (r.pages_off_home_before >= 0 && r.pages_off_home_after >= 0)
             r.pages_moved = std::max(0L, r.pages_off_home_before - r.pages_off_home_after);
         if (r.pages_off_home_after > 0)

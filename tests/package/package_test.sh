@@ -380,6 +380,18 @@ step_deb() {
   check ".deb has libnumabind.a and the package configs" bash -c \
     'grep -q "/libnumabind\.a$" "$0" && grep -q "/cmake/numabind/numabindConfig\.cmake$" "$0" && grep -q "/pkgconfig/numabind\.pc$" "$0"' "$out/contents.txt"
   check ".deb has the examples" c /usr/share/doc/numabind/examples/train_resnet18.py
+  # The Python module where Debian's python3 imports packaged modules from, and the path of
+  # the library it records is the .deb's own (issue 23).
+  check ".deb has the Python module in /usr/lib/python3/dist-packages" bash -c \
+    'grep -qxF /usr/lib/python3/dist-packages/numabind/__init__.py "$0" && grep -qxF /usr/lib/python3/dist-packages/numabind/py.typed "$0"' "$out/contents.txt"
+  if [ -x /usr/bin/python3 ]; then
+    check "/usr/bin/python3 searches /usr/lib/python3/dist-packages" \
+      /usr/bin/python3 -c 'import sys; sys.exit("/usr/lib/python3/dist-packages" not in sys.path)'
+  fi
+  local recorded; recorded=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/python3/dist-packages/numabind/_install_paths.py 2>/dev/null |
+    sed -n 's/^LIBRARIES = \["\(.*\)"\]$/\1/p')
+  check ".deb's module records the .deb's library ($recorded)" bash -c \
+    'test -n "$1" && dpkg-deb -c "$0" | grep -qE "\.$1( |\$)"' "$deb" "$recorded"
   check ".deb Depends on libhwloc15 and libnuma1" bash -c 'grep "^Depends:" "$0" | grep -q libhwloc15 && grep "^Depends:" "$0" | grep -q libnuma1' "$out/control.txt"
   if has_plugin; then
     local pdir; pdir=$(sed -n 's/^NUMABIND_SLURM_PLUGIN_DIR:PATH=//p' "$BUILD/CMakeCache.txt")
@@ -444,6 +456,9 @@ step_rpm() {
   check "RPM License: Apache-2.0" test "$(rpm -qp --qf '%{LICENSE}' "$main" 2>/dev/null)" = Apache-2.0
   check "RPM ships LICENSE as %license" grep -qE "^/usr/share/licenses/numabind(-$ver)?/LICENSE$" "$top/main.files"
   check "RPM has /usr/bin/numabind" r /usr/bin/numabind
+  # RHEL's python3 imports packaged modules from %{python3_sitelib} (.../python3.X/site-packages).
+  check "RPM has the Python module in python3's site-packages" \
+    grep -qE '^/usr/lib(64)?/python3\.[0-9]+/site-packages/numabind/__init__\.py$' "$top/main.files"
   check "RPM has the man pages" bash -c 'grep -q "^/usr/share/man/man1/numabind\.1" "$0" && grep -q "^/usr/share/man/man8/spank_numabind\.8" "$0"' "$top/main.files"
   check "RPM has the docs" r /usr/share/doc/numabind/OPTIONS.md
   if has_plugin; then

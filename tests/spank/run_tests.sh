@@ -154,8 +154,8 @@ if case_on modes; then
   check "mode exclusive: 2 tasks on one node split its cores" \
     "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex
-  check "mode core-complex: 2 tasks, 1 L3 -> the L3 split per task" \
-    "$(want "0:core-complex:$(core_cpus "$ONE" 0)" "1:core-complex:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  check "mode core-complex: 2 tasks, 1 L3 -> both on the whole L3 (shared, as torch.numa.binding)" \
+    "$(want "0:core-complex:$(l3_cpus "$ONE" 0)" "1:core-complex:$(l3_cpus "$ONE" 1)")" "$(mc "$D/out")"
   plug "topology=$SWAP"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex,mem=none
   check "mode core-complex (2 L3, GPUs swapped): CPUs = L3 of the GPU" \

@@ -332,18 +332,19 @@ TEST(GeneratedCoreComplex, OneDistinctL3PerTask) {
     EXPECT_TRUE(p.plan.warnings.empty());
 }
 
-TEST(GeneratedCoreComplex, MoreTasksThanL3GroupsSplitsGroupsExclusively) {
+// As torch.numa.binding (test_core_complex_numa_binding_with_fewer_l3_than_gpu): whole
+// groups, shared round-robin (as evenly as possible), never split unevenly into cores.
+TEST(GeneratedCoreComplex, MoreTasksThanL3GroupsShareWholeGroupsEvenly) {
     const HwlocFacts& h = hw("nps4");  // 2 L3 groups of 3 cores per node
     const auto homes = device_homes("nps4");
-    auto p = plan_for(generated("nps4"), Mode::CoreComplex, 12);  // 3 tasks per GPU
+    auto p = plan_for(generated("nps4"), Mode::CoreComplex, 12);  // 3 tasks per GPU: ranks 0, 4, 8 on GPU 0
     auto l3 = h.numa_l3s(homes[0]);
-    auto first = h.l3_cores(l3[0]);
-    ASSERT_EQ(first.size(), 3u);
-    EXPECT_EQ(p.plan.tasks[0].cpus, h.cores_pus(first, 0, 2));
-    EXPECT_EQ(p.plan.tasks[4].cpus, h.cores_pus(first, 2, 1));
-    EXPECT_EQ(p.plan.tasks[8].cpus, h.l3_pus(l3[1]));
-    EXPECT_FALSE(p.plan.warnings.empty());  // never silent sharing
-    expect_disjoint(p.plan);
+    ASSERT_EQ(l3.size(), 2u);
+    EXPECT_EQ(p.plan.tasks[0].cpus, h.l3_pus(l3[0]));
+    EXPECT_EQ(p.plan.tasks[4].cpus, h.l3_pus(l3[1]));
+    EXPECT_EQ(p.plan.tasks[8].cpus, h.l3_pus(l3[0]));  // shares the first group with rank 0
+    ASSERT_EQ(p.plan.warnings.size(), 4u);  // one per GPU home: never silent sharing
+    EXPECT_NE(p.plan.warnings[0].find("shared by up to 2 tasks"), std::string::npos) << p.plan.warnings[0];
 }
 
 TEST(GeneratedCoreComplex, Mi300aTpxPartitionsEachGetAnL3OfTheirApu) {

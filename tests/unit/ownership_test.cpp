@@ -229,10 +229,12 @@ void check_plan(const Oracle& o, Mode mode, const NodePlan& plan, const std::vec
         }
     }
     if (mode != Mode::Exclusive && mode != Mode::CoreComplex) return;
+    // Exclusive: disjoint. Core-complex: tasks share only whole groups (torch.numa.binding).
     for (int a = 0; a < ntasks; ++a)
         for (int b = a + 1; b < ntasks; ++b)
-            EXPECT_FALSE(plan.tasks[a].cpus.intersects(plan.tasks[b].cpus))
-                << label << ": ranks " << a << " and " << b << " share CPUs";
+            if (mode == Mode::Exclusive || plan.tasks[a].cpus != plan.tasks[b].cpus)
+                EXPECT_FALSE(plan.tasks[a].cpus.intersects(plan.tasks[b].cpus))
+                    << label << ": ranks " << a << " and " << b << " share CPUs";
     for (const std::vector<int>& pool : pools(homes)) {
         IdSet pool_cpus;
         for (int r : pool) pool_cpus |= homes[r];
@@ -263,12 +265,23 @@ void check_plan(const Oracle& o, Mode mode, const NodePlan& plan, const std::vec
                 EXPECT_LE(hi - lo, 1) << label << ":" << sets;
             }
         } else if (!o.l3s.empty()) {
-            // core-complex, a part per task: each task's CPUs are one L3 inside the home; no
-            // larger part of the same tier (the first device's nodes, or the rest of the
-            // home) stays free while a smaller one is used, unless it is an owned GPU's own L3.
+            // core-complex: each task's CPUs are one L3 inside the home. Tasks at least as
+            // many as the parts: every part is used (shared whole, as torch.numa.binding
+            // does). Fewer: no part with more allowed PUs of the same tier (the first
+            // device's nodes, or the rest of the home) stays free while a smaller one is
+            // used, unless it is an owned GPU's own L3.
             int parts_in_home = 0;
             for (const IdSet& l3 : o.l3s) parts_in_home += l3.intersects(pool_cpus) ? 1 : 0;
-            if (static_cast<int>(pool.size()) > parts_in_home) continue;
+            if (static_cast<int>(pool.size()) >= parts_in_home) {
+                for (const IdSet& l3 : o.l3s) {
+                    if (!l3.intersects(pool_cpus)) continue;
+                    bool used_whole = false;
+                    for (int r : pool) used_whole |= plan.tasks[r].cpus == (l3 & pool_cpus);
+                    EXPECT_TRUE(used_whole) << label << ": L3 part " << (l3 & pool_cpus).to_string()
+                                            << " left unused with " << pool.size() << " tasks";
+                }
+                continue;
+            }
             std::vector<int> part_of(plan.tasks.size(), -1);
             std::vector<bool> taken(o.l3s.size(), false);
             for (int r : pool) {
@@ -285,14 +298,14 @@ void check_plan(const Oracle& o, Mode mode, const NodePlan& plan, const std::vec
                 if (own_l3) continue;
                 const IdSet first_nodes = o.pus_of(o.gpus[owned[r].front()].home) & pool_cpus;
                 const bool tier0 = o.l3s[mine].intersects(first_nodes);
-                const int my_cores = o.cores_touched(plan.tasks[r].cpus);
+                const int my_pus = plan.tasks[r].cpus.size();
                 for (size_t g = 0; g < o.l3s.size(); ++g) {
                     if (taken[g] || !o.l3s[g].intersects(pool_cpus)) continue;
                     const bool g_tier0 = o.l3s[g].intersects(first_nodes);
                     EXPECT_FALSE(g_tier0 && !tier0) << label << " rank " << r << ": L3 " << g
                                                     << " in the first GPU's node stayed free";
                     if (g_tier0 == tier0)
-                        EXPECT_LE(o.cores_touched(o.l3s[g] & pool_cpus), my_cores)
+                        EXPECT_LE((o.l3s[g] & pool_cpus).size(), my_pus)
                             << label << " rank " << r << ": a larger free L3 part (" << g << ") was passed over";
                 }
             }

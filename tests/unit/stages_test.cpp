@@ -3,6 +3,8 @@
 // issue 11 as regression tests.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include "numabind/error.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/plan_stages.hpp"
@@ -232,6 +234,101 @@ TEST(SplitCoreComplexPool, LargestFreePartFirstAmongEquallyNearOnes) {
     parts = split_core_complex_pool(t, accs, homes, {{0}, {1}, {0}}, {0, 2, 1}, w);
     EXPECT_EQ(parts[2], t.l3_groups[0].pus);
     EXPECT_TRUE(mentions(w, "parts of unequal size handed out (1 to 2 cores per task)"));
+}
+
+// torch.numa.binding's test_core_complex_prefers_caches_with_more_cpus: an allowed set
+// that splits cores. L3 0 (PUs 0-5) keeps PUs 0 and 4 (2 cores), L3 1 (6-11) keeps 6, 7, 9
+// (also 2 cores), L3 2 none: the group with more allowed hardware threads wins.
+TEST(SplitCoreComplexPool, MoreAllowedHardwareThreadsFirstAmongEquallyNearOnes) {
+    Topology t = model(1, 9, 2, 3);
+    t.pci_devices = {gpu(0x10, t.all_pus())};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    std::vector<Home> homes(1);
+    homes[0].cpus = IdSet{0, 4, 6, 7, 9}, homes[0].nodes = homes[0].device_nodes = {0};
+    std::vector<std::string> w;
+    auto parts = split_core_complex_pool(t, accs, homes, {{0}}, {0}, w);
+    EXPECT_EQ(parts[0], IdSet({6, 7, 9}));
+    // Two tasks: the 3-thread group, then the 2-thread one; the group without allowed PUs is no part.
+    homes.push_back(homes[0]);
+    parts = split_core_complex_pool(t, accs, homes, {{0}, {0}}, {0, 1}, w);
+    EXPECT_EQ(parts[0], IdSet({6, 7, 9}));
+    EXPECT_EQ(parts[1], IdSet({0, 4}));
+}
+
+// torch.numa.binding's test_core_complex_numa_binding_with_fewer_l3_than_gpu: more tasks
+// than L3 groups in a home share whole groups, round-robin (counts differ by one at most),
+// with a warning; no group stays unused.
+TEST(SplitCoreComplexPool, MoreTasksThanGroupsShareWholeGroupsEvenly) {
+    Topology t = model(1, 6, 2, 3);  // 2 L3 groups of 3 cores: PUs 0-5, 6-11
+    t.pci_devices = {gpu(0x10, t.all_pus())};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    for (int n : {3, 4, 5}) {
+        std::vector<Home> homes(n);
+        for (Home& h : homes) h.cpus = t.all_pus(), h.nodes = h.device_nodes = {0};
+        std::vector<int> pool(n);
+        std::iota(pool.begin(), pool.end(), 0);
+        std::vector<std::string> w;
+        auto parts = split_core_complex_pool(t, accs, homes, Lists(n, {0}), pool, w);
+        for (int k = 0; k < n; ++k) EXPECT_EQ(parts[k], t.l3_groups[k % 2].pus) << n << " tasks, task " << k;
+        EXPECT_TRUE(mentions(w, std::to_string(n) + " tasks on NUMA node(s) 0 but only 2 L3 group(s)")) << n;
+        EXPECT_TRUE(mentions(w, "shared by up to " + std::to_string((n + 1) / 2) + " tasks")) << n;
+    }
+}
+
+// Overlapping homes: a node-local task whose node has one group shares it before a
+// wider task gives up a group of its own; every group is used.
+TEST(SplitCoreComplexPool, OverlappingHomesShareOnlyWhenTheNarrowHomeRunsOut) {
+    Topology t = model(2, 2, 1, 2);  // node 0: L3 0 (PUs 0,1), node 1: L3 1 (PUs 2,3)
+    t.pci_devices = {gpu(0x10, t.numa_nodes[0].pus), gpu(0x20, t.all_pus(), true)};
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    std::vector<Home> homes(3);
+    homes[0].cpus = homes[1].cpus = t.numa_nodes[0].pus, homes[0].nodes = homes[0].device_nodes = {0};
+    homes[1].nodes = homes[1].device_nodes = {0};
+    homes[2].cpus = t.all_pus(), homes[2].nodes = homes[2].device_nodes = {0, 1};
+    std::vector<std::string> w;
+    auto parts = split_core_complex_pool(t, accs, homes, {{0}, {0}, {1}}, {0, 1, 2}, w);
+    EXPECT_EQ(parts[0], t.l3_groups[0].pus);
+    EXPECT_EQ(parts[1], t.l3_groups[0].pus);  // its home has no other group
+    EXPECT_EQ(parts[2], t.l3_groups[1].pus);  // the wide task takes the free one
+    EXPECT_TRUE(mentions(w, "overlapping homes"));
+}
+
+// torch.numa.binding's mocked machines (test_numa_binding.py): `sockets` x 1 NUMA node, SMT2
+// with siblings 2c and 2c+1, `gpus` GPUs per node in PCI order, `l3s` L3 groups of `per_l3`
+// cores per node. Rank r uses GPU r, as torchrun assumes.
+NodePlan torch_suite_plan(int sockets, int gpus, int l3s, int per_l3, Mode mode) {
+    Topology t = model(sockets, l3s * per_l3, 2, per_l3);
+    for (int n = 0; n < sockets; ++n)
+        for (int g = 0; g < gpus; ++g) t.pci_devices.push_back(gpu(0x10 * (n * gpus + g + 1), t.numa_nodes[n].pus));
+    auto accs = find_accelerators(t, DeviceMatcher::builtin());
+    PlanRequest req;
+    req.mode = mode;
+    req.ntasks = sockets * gpus;
+    return plan_node(t, accs, req);
+}
+
+TEST(TorchNumaBindingSuite, CoreComplexWithExtraL3) {
+    // test_core_complex_numa_binding_with_extra_l3: rank 3 -> "24-29", the second L3 of node 1
+    EXPECT_EQ(torch_suite_plan(2, 2, 3, 3, Mode::CoreComplex).tasks[3].cpus, IdSet::range(24, 29));
+}
+
+TEST(TorchNumaBindingSuite, CoreComplexWithFewerL3ThanGpus) {
+    // test_core_complex_numa_binding_with_fewer_l3_than_gpu: rank 3 -> "6-11", shared with rank 2
+    NodePlan p = torch_suite_plan(2, 2, 1, 3, Mode::CoreComplex);
+    EXPECT_EQ(p.tasks[3].cpus, IdSet::range(6, 11));
+    EXPECT_EQ(p.tasks[2].cpus, IdSet::range(6, 11));
+}
+
+TEST(TorchNumaBindingSuite, CoreComplexTiebreakPrefersTheFirstGroup) {
+    // test_core_complex_tiebreak_prefers_lower_cache_key: two 1-core L3s -> "0-1"
+    EXPECT_EQ(torch_suite_plan(1, 1, 2, 1, Mode::CoreComplex).tasks[0].cpus, IdSet::range(0, 1));
+}
+
+TEST(TorchNumaBindingSuite, ExclusiveGivesTheRemainderCoreToTheFirstTask) {
+    // test_exclusive_numa_binding: 3 cores, 2 GPUs on node 0 -> "0-3" and "4-5"
+    NodePlan p = torch_suite_plan(2, 2, 1, 3, Mode::Exclusive);
+    EXPECT_EQ(p.tasks[0].cpus, IdSet::range(0, 3));
+    EXPECT_EQ(p.tasks[1].cpus, IdSet::range(4, 5));
 }
 
 TEST(SplitCoreComplexPool, AnOwnedDevicesL3ComesFirst) {
