@@ -266,7 +266,8 @@ void run_round(const Round& r, const std::string& label) {
         TaskView t = parse_view(rep);
         EXPECT_FALSE(t.view.empty()) << label << ": a task never left the exchange (spinning or hung)";
         if (t.view.empty()) return;
-        EXPECT_LT(t.wall_ms, r.timeout_ms + 1000) << label << ": waited past the bound";
+        // the bound plus slack for a loaded 2-core CI machine (a spinning peer never ends)
+        EXPECT_LT(t.wall_ms, r.timeout_ms + 1500) << label << ": waited past the bound";
         EXPECT_LT(t.cpu_ms, 100) << label << ": burnt CPU while waiting";
         views.push_back(t);
     }
