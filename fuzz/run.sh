@@ -17,7 +17,8 @@ root=$(cd "$here/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 secs=${FUZZ_SECONDS:-${FUZZ_DEFAULT_SECONDS:-60}}
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_options fuzz_idset fuzz_device_match fuzz_visible fuzz_local_rank fuzz_topology_xml)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_options fuzz_idset fuzz_device_match fuzz_visible fuzz_local_rank fuzz_topology_xml
+  fuzz_model_text fuzz_proc_parsers)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/fault/lsan.supp:print_suppressions=0}"

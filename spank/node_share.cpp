@@ -80,10 +80,25 @@ bool NodeShare::claim(Once kind) {
     return cas(&header()->once[static_cast<int>(kind)], 0, 1);
 }
 
+void NodeShare::seal_empty_slots() {
+    uint32_t sealed = 0;
+    for (int r = 0; r < ntasks_; ++r)
+        if (cas(slot(r), kEmpty, kLate)) {
+            ++sealed;
+            if (step_hook_) step_hook_(Step::Sealing);
+        }
+    // The count only keeps the futex word in step; nobody waits on it reaching ntasks.
+    if (sealed && __atomic_add_fetch(&header()->done, sealed, __ATOMIC_ACQ_REL) >= static_cast<uint32_t>(ntasks_))
+        futex_wake_all(&header()->done);
+}
+
+NodeShare::StepHook NodeShare::step_hook_ = nullptr;
+
 bool NodeShare::publish(int rank, const Published& mine) {
     if (!base_ || rank < 0 || rank >= ntasks_) return false;
     int64_t zero = 0;
     __atomic_compare_exchange_n(&header()->first_ns, &zero, now_ns(), false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (step_hook_) step_hook_(Step::Arrived);
     uint32_t* s = slot(rank);
     uint32_t len = 0;
     if (mine.state == Published::State::Devices)
@@ -92,11 +107,19 @@ bool NodeShare::publish(int rank, const Published& mine) {
     s[1] = len;  // written before the state's release store below makes them visible
     const uint32_t state = mine.state != Published::State::Devices ? kMissing : mine.per_task ? kPerTask : kShared;
     const bool ok = cas(&s[0], kEmpty, state);
+    if (step_hook_) step_hook_(Step::SlotFinal);
     // Only the last one wakes the waiters: a wake per publication would wake every waiter
     // n times (n^2 context switches with 64 overcommitted tasks).
     if (ok && __atomic_add_fetch(&header()->done, 1, __ATOMIC_ACQ_REL) == static_cast<uint32_t>(ntasks_))
         futex_wake_all(&header()->done);
+    if (step_hook_) step_hook_(Step::Counted);
     return ok;
+}
+
+bool NodeShare::all_final() const {
+    for (int r = 0; r < ntasks_; ++r)
+        if (load(slot(r)) == kEmpty) return false;
+    return true;
 }
 
 std::vector<Published> NodeShare::wait_all(int timeout_ms) {
@@ -105,17 +128,18 @@ std::vector<Published> NodeShare::wait_all(int timeout_ms) {
     Header* h = header();
     int64_t first = __atomic_load_n(&h->first_ns, __ATOMIC_ACQUIRE);
     if (first == 0) first = now_ns();
+    if (step_hook_) step_hook_(Step::Waiting);
     const int64_t deadline = first + static_cast<int64_t>(timeout_ms) * 1000000;
+    // The slots, not `done`, say when the exchange is over: a task killed or stopped between
+    // its slot's CAS and its count leaves `done` short for good, and only the deadline's wake
+    // ends the wait. `done` is the futex word only, so that just the last publication wakes.
     while (true) {
         const uint32_t done = load(&h->done);
-        if (done >= static_cast<uint32_t>(ntasks_)) break;
+        if (done >= static_cast<uint32_t>(ntasks_) || all_final()) break;
         const int64_t left = deadline - now_ns();
         if (left <= 0) {
-            uint32_t sealed = 0;
-            for (int r = 0; r < ntasks_; ++r) sealed += cas(slot(r), kEmpty, kLate);
-            if (sealed && __atomic_add_fetch(&h->done, sealed, __ATOMIC_ACQ_REL) >= static_cast<uint32_t>(ntasks_))
-                futex_wake_all(&h->done);
-            continue;  // every slot is final now (done counts them all)
+            seal_empty_slots();  // every slot is final after it, whoever else seals at once
+            break;
         }
         futex_wait(&h->done, done, left);
     }

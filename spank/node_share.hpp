@@ -4,7 +4,8 @@
 // others, so every task plans the node from the same sets. Lock-free: every slot moves
 // once from empty to published or to missing (set by the first task whose wait ran out),
 // so all tasks end up reading the same final state. Waiting uses a futex on the shared
-// counter (no busy loop: overcommitted tasks share CPUs).
+// counter (no busy loop: overcommitted tasks share CPUs); a task killed or stopped anywhere in
+// the exchange costs the others at most the bounded wait, never CPU.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +43,17 @@ public:
     // then marks the slots still empty as missing. Returns every task's final entry.
     std::vector<Published> wait_all(int timeout_ms);
 
+    // Tests only: called at each step of publish() and wait_all(), so that a test can stop or kill a task
+    // exactly there. Null in production.
+    enum class Step { Arrived, SlotFinal, Counted, Waiting, Sealing };
+    using StepHook = void (*)(Step);
+    static void set_step_hook_for_tests(StepHook hook) { step_hook_ = hook; }
+
 private:
+    bool all_final() const;
+    void seal_empty_slots();  // the deadline's end: every Empty slot becomes Late
+    static StepHook step_hook_;
+
     struct Header;
     Header* header() const;
     uint32_t* slot(int rank) const;  // state, length, then `devices_` int32 entries

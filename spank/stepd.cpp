@@ -236,10 +236,8 @@ int stepd_prepare(spank_t sp) {
             st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
         ModelOutcome cache;
         LoadedModel loaded = load_node_model(xml, {}, &cache);
-        // A lasting topology cache problem costs every step a live discovery: said once per boot.
-        if (cache.topology.should_report)
-            log_info("topology cache " + std::string(to_string(cache.topology.result)) + " (" + cache.topology.path +
-                     "): " + cache.topology.detail + "; every step discovers the node live until this is fixed");
+        // A model or topology cache problem (each said once per boot).
+        for (const std::string& line : cache_report_lines(cache)) log_info(line);
         std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
         std::vector<std::string> files;
         if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it

@@ -18,16 +18,19 @@ public:
     IdSet(std::initializer_list<int> ids);
     static IdSet range(int first, int last);  // inclusive
 
-    // Parses a Linux-style list ("0-3,8,10-11"). Throws numabind::Error naming
-    // the bad token. The empty string is the empty set.
-    static IdSet parse(std::string_view text);
+    // Parses a Linux-style list ("0-3,8,10-11"), ranges filled a word at a time. Throws
+    // numabind::Error naming the bad token, also for an id above `max_id` (at most kMaxId).
+    // The empty string is the empty set.
+    static IdSet parse(std::string_view text, int max_id = kMaxId);
 
     void insert(int id);
+    void insert_range(int first, int last);  // inclusive
     void erase(int id);
     bool contains(int id) const;
     bool empty() const;
     int size() const;
     int first() const;  // -1 when empty
+    int last() const;   // -1 when empty
     std::vector<int> ids() const;  // ascending
 
     IdSet operator&(const IdSet& other) const;

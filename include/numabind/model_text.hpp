@@ -12,6 +12,9 @@
 //   numa <os index> <pus|-> <locality|-> <subtype, rest of line>
 //   pci <address> <vendor> <device> <class> <machine level 0|1> <l3 index> <locality|-> <os devices a,b|-> <name, rest of line>
 //   distance <from os> <to os> <value>
+//   end <lines before this one> <FNV-1a 64 of the text before this line, 16 hex digits>
+// The end line makes a file cut short (even at a line boundary) or changed an error, not a
+// smaller model; ModelLimits bound what a damaged or hostile file can cost.
 #pragma once
 
 #include <string>
@@ -21,8 +24,18 @@
 
 namespace numabind {
 
+// What a model may hold: ids within the machine's possible CPUs and NUMA nodes, and a size
+// cap, so that reading one costs no more than the machine it describes.
+struct ModelLimits {
+    int max_pu = 32767;           // highest PU os index (this machine: /sys/.../cpu/possible)
+    int max_node = 4095;          // highest NUMA node os index
+    size_t max_bytes = 16 << 20;  // the whole text
+    size_t max_pci = 1 << 16;     // PCI devices
+};
+
 std::string model_to_text(const Topology& model);
-// Throws Error naming the bad line (never returns a half-filled model).
-Topology model_from_text(std::string_view text);
+// Throws Error naming the bad line (never returns a half-filled model), or saying that the
+// end line is missing or does not match (cut short or changed) or that a limit was passed.
+Topology model_from_text(std::string_view text, const ModelLimits& limits = {});
 
 }  // namespace numabind

@@ -71,8 +71,14 @@ int numabind_reapply(numabind_result **result, char *error, size_t error_size);
 /* The result as JSON (owned by the result):
  *   bind:    {"bound", "error", "mode", "local_rank", "local_rank_source", "ntasks", "cpus", "mems",
  *             "mem_policy", "kernel_mem_policy", "device", "devices", "device_pci", "threads",
- *             "threads_mem_policy", "threads_mem_policy_missing", "migrated", "pages_moved",
- *             "pages_off_home_before", "pages_off_home_after", "warnings", "env"}
+ *             "threads_mem_policy", "threads_mem_policy_missing", "threads_not_as_planned",
+ *             "migrated", "pages_moved", "pages_off_home_before", "pages_off_home_after",
+ *             "warnings", "env"}
+ *            threads_not_as_planned: [{"tid", "why"}]: exactly the threads whose CPUs or
+ *            memory policy are not the plan's (one that blocks every signal numabind could
+ *            use, did not answer within 1 s, or started faster than it could be bound).
+ *   Calls of numabind_bind and numabind_reapply are serialised (one lock over the whole
+ *   call); the memory-policy signal is never one the program handles or blocks.
  *   reapply: {"checked", "lost": [lines], "reapplied", "threads", "threads_mem_policy", "warnings", ...} */
 const char *numabind_result_json(const numabind_result *result);
 int numabind_result_threads(const numabind_result *result);   /* threads bound, -1 if none */

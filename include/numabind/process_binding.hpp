@@ -7,7 +7,12 @@
 // thread). The memory policy (set_mempolicy) is per thread and only settable by the thread
 // itself: the calling thread sets its own, every other thread is asked to set the same one
 // from a signal handler (one real-time signal per thread, as glibc does for setuid across
-// threads); a thread that blocks signals does not answer and is reported, not waited for.
+// threads), re-scanning until a pass finds no thread not yet asked. The signal is one the
+// program neither handles nor blocks in any thread (a blocked one may be waited for with
+// sigwaitinfo or a signalfd), checked again before each broadcast; each answer is recorded
+// per call and per thread id. A thread that cannot be reached (it blocks every usable
+// signal, or does not answer within 1 s) is reported by id, not waited for. The caller
+// serialises calls (the C API holds one lock over planning and binding).
 // Pages already resident stay where they are unless migrate is set: then migrate_pages(2)
 // moves the process's pages from the other allowed nodes to the home node(s).
 #pragma once
@@ -26,7 +31,12 @@ struct ProcessBindResult {
     ApplyResult caller;              // the calling thread, read back
     int threads = 0;                 // threads whose affinity was set and read back
     int threads_policy = 0;          // threads whose memory policy was set and read back (caller included)
-    int threads_policy_missing = 0;  // threads that did not answer the policy signal in time
+    int threads_policy_missing = 0;  // threads whose memory policy is not the plan's
+    struct ThreadIssue {
+        int tid;
+        std::string why;
+    };
+    std::vector<ThreadIssue> threads_not_as_planned;  // exactly which threads, and why
     bool migrated = false;
     long pages_off_home_before = 0;  // anonymous pages off the home nodes (numa_maps); -1: not counted
                                      // (no other node allowed, so nothing could move)

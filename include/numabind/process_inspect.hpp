@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,9 +24,21 @@ struct ProcessSnapshot {
     std::vector<NumaMapping> maps;              // /proc/PID/numa_maps (the leader's view)
     std::string policy;                         // the leader's task policy (numa_maps), "" unknown
     std::map<std::string, std::string> environ;  // NUMABIND_*, *_VISIBLE_DEVICES, ZE_AFFINITY_MASK, ranks
+    std::vector<std::string> limits;             // what a bound below cut short (said as notes)
+    std::string started;                         // start time (/proc/PID/stat): its identity
 };
 
-// Throws Error: "no process PID", a one-line permission error, or an unreadable /proc file.
+// Bounds on what a target process can make a read cost (it chooses its threads, mappings
+// and variables): past one, the read stops there and `limits` says so.
+inline constexpr size_t kMaxThreads = 4096;
+inline constexpr size_t kThreadPolicyBytes = 64 << 10;  // of each thread's numa_maps
+inline constexpr size_t kMaxNumaMapsBytes = 64 << 20;   // of the process's numa_maps
+inline constexpr size_t kMaxEnvironBytes = 4 << 20;
+inline constexpr size_t kMaxVariableBytes = 4096;       // of each variable kept
+
+// Throws Error: "no process PID", a one-line permission error (also for the caller's own
+// process when it is not dumpable), an unreadable /proc file, or that the process exited or
+// its pid was reused while being read (pinned by a pidfd, its start time checked again).
 // thread_policies: also read each thread's memory policy (one numa_maps prefix per thread).
 ProcessSnapshot inspect_process(int pid, bool thread_policies = true);
 
@@ -32,10 +46,17 @@ ProcessSnapshot inspect_process(int pid, bool thread_policies = true);
 std::vector<int> thread_ids(int pid);
 
 // A thread's task memory policy as /proc/PID/task/TID/numa_maps shows it (reads only up to
-// the first file mapping); "" when unreadable.
-std::string thread_policy(int pid, int tid);
+// the first file mapping, and kThreadPolicyBytes at most: then *cut); "" when unreadable.
+std::string thread_policy(int pid, int tid, bool* cut = nullptr);
 
-// Whole text of a /proc file ("" and false when unreadable; errno kept).
-bool read_proc_file(const std::string& path, std::string& out);
+// Text of a /proc file, up to max_bytes (then *cut) ("" and false when unreadable; errno kept).
+bool read_proc_file(const std::string& path, std::string& out, size_t max_bytes = SIZE_MAX, bool* cut = nullptr);
+
+// Throws Error when the process of `s` exited or its pid now names another process.
+void check_same_process(const ProcessSnapshot& s);
+
+// A target's own text (process and thread names) for a terminal: control characters (and
+// DEL) escaped as \xNN.
+std::string printable(const std::string& text);
 
 }  // namespace numabind

@@ -25,6 +25,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "numabind/hwloc_topology.hpp"
 
@@ -85,15 +86,24 @@ struct ModelOutcome {
     bool hit = false;
     std::string path;       // the model cache file looked up ("" without a key)
     std::string detail;     // why it was not used or not written
+    // True when detail is a problem (a file there but unusable: cut short, changed, past the
+    // limits, untrusted; or not written) not said yet this boot (marker
+    // topology_cache_report_marker() + ".model"). Never for non-root.
+    bool should_report = false;
     CacheOutcome topology;  // this machine, on a miss: the topology cache's own outcome
 };
+// The lines to log for an outcome (model and topology cache problems, each once per boot).
+std::vector<std::string> cache_report_lines(const ModelOutcome& outcome);
 struct LoadedModel {
     Topology model;
     std::string source;  // HwlocTopology::source() of the topology it was built from
 };
-// From a trusted model cache file with this key, else from hwloc (this machine through
+// From a trusted model cache file with this key (read under ModelLimits: ids within this
+// machine's possible CPUs and nodes, a size cap; its end line checked), else from hwloc (this machine through
 // load_this_machine, or the XML file, as this system) without keeping the hwloc topology,
-// writing the model cache when euid is 0 and options.write. Throws Error when hwloc fails.
+// writing the model cache when euid is 0 and options.write (a damaged one is rebuilt, and
+// model files of keys no longer current are removed). On a hit, source names the cache file
+// and what it was built from. Throws Error when hwloc fails.
 LoadedModel load_node_model(const std::string& xml_path, const TopologyCacheOptions& options = {},
                             ModelOutcome* outcome = nullptr);
 

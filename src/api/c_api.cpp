@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -90,9 +91,12 @@ numabind_result* make_result(const nlohmann::ordered_json& j, int threads, long 
 }
 
 nlohmann::ordered_json binding_json(const nb::ProcessBindResult& b) {
+    nlohmann::ordered_json off = nlohmann::ordered_json::array();
+    for (const auto& t : b.threads_not_as_planned) off.push_back({{"tid", t.tid}, {"why", t.why}});
     return {{"threads", b.threads},
             {"threads_mem_policy", b.threads_policy},
             {"threads_mem_policy_missing", b.threads_policy_missing},
+            {"threads_not_as_planned", off},
             {"kernel_mem_policy", b.caller.mem_policy},
             {"migrated", b.migrated},
             {"pages_moved", b.pages_moved},
@@ -149,9 +153,15 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
     });
 }
 
+// One bind or reapply at a time, over the whole call: planning reads (and briefly widens)
+// the calling thread's CPUs, and two calls interleaved would leave threads in a mix of
+// both plans or misread each other's binding as a cpuset's narrowing.
+static std::mutex g_bind_mutex;
+
 int numabind_bind(const numabind_options* o, numabind_result** result, char* error, size_t error_size) {
     if (result) *result = nullptr;
     return guarded(error, error_size, [&] {
+        std::lock_guard<std::mutex> lock(g_bind_mutex);
         const numabind_options defaults;
         const numabind_options& opts = o ? *o : defaults;
         // Bad values are usage errors whatever the fallback, as in `numabind run`.
@@ -209,6 +219,7 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
 int numabind_reapply(numabind_result** result, char* error, size_t error_size) {
     if (result) *result = nullptr;
     return guarded(error, error_size, [&] {
+        std::lock_guard<std::mutex> lock(g_bind_mutex);
         const char* mode = std::getenv("NUMABIND_MODE");
         const char* cpus = std::getenv("NUMABIND_CPUS");
         nlohmann::ordered_json j;

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "numabind/error.hpp"
+#include "numabind/process_inspect.hpp"
 #include "numabind/local_rank.hpp"
 #include "numabind/text.hpp"
 #include "numabind/report.hpp"
@@ -48,7 +49,10 @@ ProcessReport inspect_report(int pid, const std::string& topology, const std::st
     // The plan: bind()'s marker is newer than the environment fixed at exec.
     std::vector<int> device_ids;
     std::string maps;
-    if (read_proc_file("/proc/" + std::to_string(pid) + "/maps", maps)) {
+    bool maps_cut = false;
+    if (read_proc_file("/proc/" + std::to_string(pid) + "/maps", maps, kMaxNumaMapsBytes, &maps_cut)) {
+        if (maps_cut) r.notes.push_back("plan marker looked for in the first " + std::to_string(kMaxNumaMapsBytes >> 20) +
+                                        " MiB of its maps only");
         if (auto m = plan_from_maps(maps, &device_ids); m && m->present) {
             r.plan = *m;
             r.plan_source = "numabind.bind() marker";
@@ -67,6 +71,8 @@ ProcessReport inspect_report(int pid, const std::string& topology, const std::st
             }
         }
     }
+    check_same_process(p);  // the maps above were of the same process as the snapshot
+    for (const std::string& limit : p.limits) r.notes.push_back("limit: " + limit);
     if (!r.plan.present) r.notes.push_back("no numabind plan in its environment (NUMABIND_CPUS unset or NUMABIND_MODE none)");
 
     for (const AuditedThread& t : p.threads) r.cpus |= t.cpus;
@@ -121,7 +127,8 @@ nlohmann::ordered_json process_report_to_json(const ProcessReport& r) {
 std::string process_report_to_text(const ProcessReport& r, bool threads) {
     const ProcessSnapshot& p = r.process;
     std::ostringstream out;
-    out << "process:    " << p.pid << " (" << p.name << "), " << p.threads.size() << " thread(s)\n";
+    // Names and values come from the target: escaped, so that none reaches the terminal raw.
+    out << "process:    " << p.pid << " (" << printable(p.name) << "), " << p.threads.size() << " thread(s)\n";
     out << "cpus:       " << r.cpus.to_string() << " (NUMA node(s) " << join(r.cpu_numa_nodes) << ")\n";
     out << "memory:     " << (p.policy.empty() ? "unknown" : p.policy) << "; resident pages " << pages_text(r.pages)
         << " (anonymous " << pages_text(r.anonymous_pages) << ")\n";
@@ -135,10 +142,10 @@ std::string process_report_to_text(const ProcessReport& r, bool threads) {
         out << "device:     " << a.index << " (" << a.pci << ") on NUMA node(s) " << join(a.home_nodes) << "\n";
     if (threads)
         for (const AuditedThread& t : p.threads)
-            out << "thread " << t.tid << " (" << t.name << "): cpus " << t.cpus.to_string() << ", memory "
+            out << "thread " << t.tid << " (" << printable(t.name) << "): cpus " << t.cpus.to_string() << ", memory "
                 << (t.policy.empty() ? "unknown" : t.policy) << "\n";
-    for (const std::string& n : r.notes) out << "note: " << n << "\n";
-    for (const std::string& m : r.mismatches) out << "mismatch: " << m << "\n";
+    for (const std::string& n : r.notes) out << "note: " << printable(n) << "\n";
+    for (const std::string& m : r.mismatches) out << "mismatch: " << printable(m) << "\n";
     if (r.mismatches.empty() && r.plan.present) out << "matches its plan\n";
     return out.str();
 }

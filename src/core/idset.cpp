@@ -10,30 +10,30 @@ namespace numabind {
 
 namespace {
 
-int parse_id(std::string_view token, std::string_view whole) {
+int parse_id(std::string_view token, std::string_view whole, int max_id) {
     int value = -1;
     const char* begin = token.data();
     const char* end = token.data() + token.size();
     auto [ptr, ec] = std::from_chars(begin, end, value);
-    if (token.empty() || ec != std::errc() || ptr != end || value < 0 || value > IdSet::kMaxId) {
+    if (token.empty() || ec != std::errc() || ptr != end || value < 0 || value > max_id) {
         throw UsageError("invalid id '" + std::string(token) + "' in list '" + std::string(whole) +
-                         "' (expected numbers 0-" + std::to_string(IdSet::kMaxId) +
+                         "' (expected numbers 0-" + std::to_string(max_id) +
                          " and ranges like 0-3,8)");
     }
     return value;
 }
 
 template <typename Fn>
-void for_each_range(std::string_view text, Fn&& fn) {
+void for_each_range(std::string_view text, Fn&& fn, int max_id = IdSet::kMaxId) {
     if (text.empty()) return;
     for (std::string_view item : split(text, ',')) {
         size_t dash = item.find('-');
         int lo, hi;
         if (dash == std::string_view::npos) {
-            lo = hi = parse_id(item, text);
+            lo = hi = parse_id(item, text, max_id);
         } else {
-            lo = parse_id(item.substr(0, dash), text);
-            hi = parse_id(item.substr(dash + 1), text);
+            lo = parse_id(item.substr(0, dash), text, max_id);
+            hi = parse_id(item.substr(dash + 1), text, max_id);
             if (hi < lo) {
                 throw UsageError("invalid range '" + std::string(item) + "' in list '" + std::string(text) +
                                  "' (first id must not exceed last)");
@@ -51,16 +51,32 @@ IdSet::IdSet(std::initializer_list<int> ids) {
 
 IdSet IdSet::range(int first, int last) {
     IdSet s;
-    for (int i = first; i <= last; ++i) s.insert(i);
+    s.insert_range(first, last);
     return s;
 }
 
-IdSet IdSet::parse(std::string_view text) {
+IdSet IdSet::parse(std::string_view text, int max_id) {
     IdSet s;
-    for_each_range(text, [&](int lo, int hi) {
-        for (int i = lo; i <= hi; ++i) s.insert(i);
-    });
+    for_each_range(text, [&](int lo, int hi) { s.insert_range(lo, hi); }, std::min(max_id, kMaxId));
     return s;
+}
+
+// A word at a time: "0-1048575" costs its 16K words, not a million inserts.
+void IdSet::insert_range(int first, int last) {
+    if (first < 0) first = 0;
+    if (last < first) return;
+    const size_t lo = static_cast<size_t>(first), hi = static_cast<size_t>(last);
+    if (hi / 64 >= words_.size()) words_.resize(hi / 64 + 1, 0);
+    for (size_t w = lo / 64; w <= hi / 64; ++w) {
+        const size_t from = w == lo / 64 ? lo % 64 : 0, to = w == hi / 64 ? hi % 64 : 63;
+        const uint64_t upto = to == 63 ? ~uint64_t{0} : (uint64_t{1} << (to + 1)) - 1;
+        words_[w] |= upto & ~((uint64_t{1} << from) - 1);
+    }
+}
+
+int IdSet::last() const {
+    if (words_.empty()) return -1;
+    return static_cast<int>((words_.size() - 1) * 64 + 63 - __builtin_clzll(words_.back()));
 }
 
 std::vector<int> parse_id_list(std::string_view text, std::string_view what) {
@@ -173,16 +189,29 @@ bool IdSet::intersects(const IdSet& o) const {
 
 bool IdSet::is_subset_of(const IdSet& o) const { return (*this - o).empty(); }
 
+// Runs found a word at a time (a full word is 64 ids of one run), not id by id.
 std::string IdSet::to_string() const {
     std::string out;
-    std::vector<int> v = ids();
-    for (size_t i = 0; i < v.size();) {
-        size_t j = i;
-        while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    const int n = static_cast<int>(words_.size()) * 64;
+    auto bit = [&](int id) { return (words_[static_cast<size_t>(id) / 64] >> (id % 64)) & 1; };
+    int id = 0;
+    while (id < n) {
+        const uint64_t rest = words_[static_cast<size_t>(id) / 64] >> (id % 64);
+        if (rest == 0) {
+            id = (id / 64 + 1) * 64;
+            continue;
+        }
+        id += __builtin_ctzll(rest);
+        int end = id;  // last id of this run
+        while (end + 1 < n) {
+            if ((end + 1) % 64 == 0 && words_[static_cast<size_t>(end + 1) / 64] == ~uint64_t{0}) end += 64;
+            else if (bit(end + 1)) ++end;
+            else break;
+        }
         if (!out.empty()) out += ',';
-        out += std::to_string(v[i]);
-        if (j > i) out += '-' + std::to_string(v[j]);
-        i = j + 1;
+        out += std::to_string(id);
+        if (end > id) out += '-' + std::to_string(end);
+        id = end + 1;
     }
     return out;
 }

@@ -11,6 +11,41 @@ namespace numabind {
 namespace {
 
 constexpr std::string_view kHeader = "numabind-model 1";
+constexpr std::string_view kEnd = "end ";
+
+// FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
+uint64_t fnv1a(std::string_view s) {
+    uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h;
+}
+
+std::string hex16(uint64_t v) {
+    static const char* digits = "0123456789abcdef";
+    std::string out(16, '0');
+    for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<size_t>(i)] = digits[v & 15];
+    return out;
+}
+
+std::string end_line(std::string_view body) {
+    size_t lines = 0;
+    for (char c : body) lines += c == '\n';
+    return std::string(kEnd) + std::to_string(lines) + " " + hex16(fnv1a(body));
+}
+
+// The body (everything before the end line) when the end line is there and matches it.
+std::string_view checked_body(std::string_view text) {
+    if (text.empty() || text.back() != '\n') throw Error("model cache: cut short (no end line)");
+    const size_t last = text.rfind('\n', text.size() - 2);
+    const size_t start = last == std::string_view::npos ? 0 : last + 1;
+    const std::string_view line = text.substr(start, text.size() - 1 - start);
+    const std::string_view body = text.substr(0, start);
+    if (line.compare(0, kEnd.size(), kEnd) != 0) throw Error("model cache: cut short (no end line)");
+    if (line != end_line(body))
+        throw Error("model cache: the end line '" + std::string(line.substr(0, 64)) + "' does not match the " +
+                    end_line(body).substr(kEnd.size()) + " before it (cut short or changed)");
+    return body;
+}
 
 std::string set_text(const IdSet& s) { return s.empty() ? "-" : s.to_string(); }
 
@@ -32,6 +67,7 @@ struct Line {
     std::string_view text;
     size_t pos = 0;
     int number;
+    const ModelLimits* limits;
 
     std::string_view word() {
         while (pos < text.size() && text[pos] == ' ') ++pos;
@@ -54,15 +90,22 @@ struct Line {
             fail("'" + std::string(w) + "' is not a number");
         return static_cast<int>(v);
     }
+    // A PU list (a core's, a node's or a device's locality): ids up to the possible CPUs.
     IdSet set() {
         const std::string_view w = word();
         if (w == "-") return {};
         try {
-            return IdSet::parse(w);
+            return IdSet::parse(w, limits->max_pu);
         } catch (const Error&) {
-            fail("'" + std::string(w) + "' is not a CPU/node list");
+            fail("'" + std::string(w.substr(0, 64)) + "' is not a CPU list within 0-" + std::to_string(limits->max_pu));
         }
         return {};
+    }
+    int node() {
+        const int v = integer();
+        if (v < 0 || v > limits->max_node)
+            fail("NUMA node " + std::to_string(v) + " is outside 0-" + std::to_string(limits->max_node));
+        return v;
     }
     void end() {
         while (pos < text.size() && text[pos] == ' ') ++pos;
@@ -97,10 +140,24 @@ std::string model_to_text(const Topology& m) {
     for (const auto& [from_to, d] : m.distances)
         out += "distance " + std::to_string(from_to.first) + " " + std::to_string(from_to.second) + " " +
                std::to_string(d) + "\n";
-    return out;
+    return out + end_line(out) + "\n";
 }
 
-Topology model_from_text(std::string_view text) {
+Topology model_from_text(std::string_view whole, const ModelLimits& limits) {
+    if (whole.size() > limits.max_bytes)
+        throw Error("model cache: " + std::to_string(whole.size()) + " bytes, more than the " +
+                    std::to_string(limits.max_bytes) + " a node model may have");
+    if (whole.empty()) throw Error("model cache: empty");
+    if (whole.substr(0, kHeader.size()) != kHeader)
+        throw Error("model cache line 1: not a numabind model (expected '" + std::string(kHeader) + "')");
+    const std::string_view text = checked_body(whole);
+    // Counts a machine within the limits can have (each core, L3 group and package holds at
+    // least one PU of its own; nodes and distances follow the nodes).
+    const size_t max_pus = static_cast<size_t>(limits.max_pu) + 1, max_nodes = static_cast<size_t>(limits.max_node) + 1;
+    auto too_many = [](const char* what, size_t limit) {
+        throw Error(std::string("model cache: more ") + what + " than the " + std::to_string(limit) +
+                    " the limits allow");
+    };
     Topology m;
     int number = 0;
     bool header = false;
@@ -108,7 +165,7 @@ Topology model_from_text(std::string_view text) {
     while (start < text.size()) {
         size_t eol = text.find('\n', start);
         if (eol == std::string_view::npos) eol = text.size();
-        Line l{text.substr(start, eol - start), 0, ++number};
+        Line l{text.substr(start, eol - start), 0, ++number, &limits};
         start = eol + 1;
         if (!header) {
             if (l.text != kHeader) l.fail("not a numabind model (expected '" + std::string(kHeader) + "')");
@@ -124,8 +181,10 @@ Topology model_from_text(std::string_view text) {
             c.l3 = l.integer();
             c.package = l.integer();
             l.end();
+            if (m.cores.size() >= max_pus) too_many("cores", max_pus);
             m.cores.push_back(std::move(c));
         } else if (kind == "l3") {
+            if (m.l3_groups.size() >= max_pus) too_many("L3 groups", max_pus);
             m.l3_groups.push_back({l.set()});
             l.end();
         } else if (kind == "package") {
@@ -133,13 +192,15 @@ Topology model_from_text(std::string_view text) {
             p.os_index = l.integer();
             p.pus = l.set();
             l.end();
+            if (m.packages.size() >= max_pus) too_many("packages", max_pus);
             m.packages.push_back(std::move(p));
         } else if (kind == "numa") {
             NumaNode n;
-            n.os_index = l.integer();
+            n.os_index = l.node();
             n.pus = l.set();
             n.locality = l.set();
             n.subtype = std::string(l.rest());
+            if (m.numa_nodes.size() >= max_nodes) too_many("NUMA nodes", max_nodes);
             m.numa_nodes.push_back(std::move(n));
         } else if (kind == "pci") {
             PciDevice d;
@@ -163,16 +224,16 @@ Topology model_from_text(std::string_view text) {
                 }
             }
             d.name = std::string(l.rest());
+            if (m.pci_devices.size() >= limits.max_pci) too_many("PCI devices", limits.max_pci);
             m.pci_devices.push_back(std::move(d));
         } else if (kind == "distance") {
-            const int from = l.integer(), to = l.integer(), d = l.integer();
+            const int from = l.node(), to = l.node(), d = l.integer();
             l.end();
             m.distances[{from, to}] = d;
         } else {
             l.fail("unknown kind '" + std::string(kind) + "'");
         }
     }
-    if (!header) throw Error("model cache: empty");
     if (m.cores.empty()) throw Error("model cache without cores");
     // Indexes into the model's own vectors must hold: the planner indexes with them.
     for (const Core& c : m.cores)

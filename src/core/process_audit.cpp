@@ -33,6 +33,12 @@ std::string pages_text(const std::map<int, long>& by_node) {
 
 }  // namespace
 
+// Page counts add up without overflow (a hostile text could repeat huge ones).
+static void add_pages(long& total, long pages) {
+    constexpr long kMax = 1L << 60;
+    total = pages > kMax - total ? kMax : total + pages;
+}
+
 std::vector<NumaMapping> parse_numa_maps(std::string_view text) {
     std::vector<NumaMapping> out;
     size_t pos = 0;
@@ -70,7 +76,10 @@ std::vector<NumaMapping> parse_numa_maps(std::string_view text) {
                 size_t eq = t.find('=');
                 auto node = to_long(t.substr(1, eq - 1));
                 auto pages = to_long(t.substr(eq + 1));
-                if (node && pages) m.pages[static_cast<int>(*node)] += *pages;
+                // The kernel writes node ids and page counts >= 0; anything else (a negative
+                // id, a count past any machine's memory) is not its text: skipped, never summed.
+                if (node && pages && *node >= 0 && *node <= IdSet::kMaxId && *pages >= 0 && *pages <= (1L << 48))
+                    add_pages(m.pages[static_cast<int>(*node)], *pages);
             }
         }
         out.push_back(std::move(m));
@@ -105,7 +114,7 @@ std::map<int, long> pages_by_node(const std::vector<NumaMapping>& maps, bool ano
     std::map<int, long> out;
     for (const NumaMapping& m : maps) {
         if (anonymous_only && !m.anonymous()) continue;
-        for (const auto& [node, pages] : m.pages) out[node] += pages;
+        for (const auto& [node, pages] : m.pages) add_pages(out[node], pages);
     }
     return out;
 }

@@ -125,10 +125,13 @@ std::string sys_error(const std::string& what, const std::string& path) {
     return what + " '" + path + "': " + std::strerror(errno);
 }
 
-// Reads the cache file if it and its directory are trustworthy; "" with `why` set otherwise.
-std::string read_trusted(const TopologyCacheOptions& o, const std::string& path, std::string& why) {
+// Reads the cache file if it and its directory are trustworthy; "" with `why` set otherwise,
+// and `absent` (when given) set when there is simply no file yet (no problem to report).
+std::string read_trusted(const TopologyCacheOptions& o, const std::string& path, std::string& why, bool* absent = nullptr) {
     struct stat st;
+    if (absent) *absent = false;
     if (lstat(o.dir.c_str(), &st) != 0) {
+        if (absent) *absent = errno == ENOENT;
         why = sys_error("no cache directory", o.dir);
         return {};
     }
@@ -140,6 +143,7 @@ std::string read_trusted(const TopologyCacheOptions& o, const std::string& path,
     // regular file is then accepted, from fstat on what was opened (no check-then-open race).
     int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
+        if (absent) *absent = errno == ENOENT;
         why = sys_error("no cache file", path);
         return {};
     }
@@ -413,27 +417,119 @@ std::string node_model_key(const std::string& xml_path) {
     return "numabind-model 1; " + what;
 }
 
+namespace {
+
+constexpr const char* kModelPrefix = "model-";
+constexpr const char* kModelKeyTag = "numabind-model 1; ";
+
+std::string model_path(const TopologyCacheOptions& o, const std::string& key) {
+    return o.dir + "/" + kModelPrefix + hex64(fnv1a(key)) + ".txt";
+}
+
+// The highest id of a kernel list file ("0-3,8"), or -1 when it cannot be read.
+int highest_in(const char* list_file) {
+    try {
+        return IdSet::parse(read_small(list_file)).last();
+    } catch (const std::exception&) {
+        return -1;
+    }
+}
+
+// A model of this machine holds no CPU or node this kernel could ever have; one of an XML
+// file, those any Linux machine could have (ModelLimits' defaults).
+ModelLimits limits_for(const std::string& xml_path) {
+    ModelLimits l;
+    if (!xml_path.empty()) return l;
+    if (const int pu = highest_in("/sys/devices/system/cpu/possible"); pu >= 0) l.max_pu = pu;
+    const int node = highest_in("/sys/devices/system/node/possible");
+    l.max_node = node >= 0 ? node : 0;  // no NUMA in sysfs: hwloc makes one node 0
+    return l;
+}
+
+// The key a model file was written under (its first line), "" when unreadable.
+std::string key_line_of(int dir_fd, const char* name) {
+    const int fd = openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[4096];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) return {};
+    const std::string head(buf, static_cast<size_t>(n));
+    const size_t eol = head.find('\n');
+    return eol == std::string::npos ? std::string() : head.substr(0, eol);
+}
+
+// Whether the key written in a model file is still the key of what it was built from: this
+// machine's (boot, CPUs, PCI, hwloc) or its XML file's (same file, same version). Several
+// keys live at once (one XML per node, this machine); only dead ones are stale.
+bool key_still_current(const std::string& key) {
+    if (key.rfind(kModelKeyTag, 0) != 0) return false;
+    const std::string what = key.substr(std::strlen(kModelKeyTag));
+    if (what.rfind("xml ", 0) != 0) return key == node_model_key("");
+    const size_t dev = what.find(" dev ");
+    if (dev == std::string::npos) return false;
+    return key == node_model_key(what.substr(4, dev - 4));
+}
+
+// After writing `mine`: removes the directory's model files whose key is dead.
+void remove_stale_models(const TopologyCacheOptions& o, const std::string& mine) {
+    DIR* d = opendir(o.dir.c_str());
+    if (!d) return;
+    const std::string own = mine.substr(mine.rfind('/') + 1);
+    while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name == own || name.rfind(kModelPrefix, 0) != 0 || name.size() < 4 ||
+            name.compare(name.size() - 4, 4, ".txt") != 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (!S_ISREG(st.st_mode) || !key_still_current(key_line_of(dirfd(d), e->d_name)))
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
+// Marker of "the model cache problem was said this boot" (beside the topology cache's).
+std::string model_report_marker(const TopologyCacheOptions& o) { return topology_cache_report_marker(o) + ".model"; }
+
+}  // namespace
+
+std::vector<std::string> cache_report_lines(const ModelOutcome& out) {
+    std::vector<std::string> lines;
+    if (out.should_report) lines.push_back("model cache (" + out.path + "): " + out.detail);
+    if (out.topology.should_report)
+        lines.push_back("topology cache " + std::string(to_string(out.topology.result)) + " (" + out.topology.path +
+                        "): " + out.topology.detail + "; every step discovers the node live until this is fixed");
+    return lines;
+}
+
 LoadedModel load_node_model(const std::string& xml_path, const TopologyCacheOptions& options, ModelOutcome* outcome) {
     ModelOutcome local;
     ModelOutcome& out = outcome ? *outcome : local;
     out = ModelOutcome{};
     const std::string key = node_model_key(xml_path);
+    bool problem = false;  // a file that was there but could not be used: worth an admin's look
     if (!key.empty()) {
-        out.path = options.dir + "/model-" + hex64(fnv1a(key)) + ".txt";
+        out.path = model_path(options, key);
         std::string why;
-        const std::string text = read_trusted(options, out.path, why);
+        bool absent = false;
+        const std::string text = read_trusted(options, out.path, why, &absent);
         // key, source, model: one line each
         const size_t a = text.find('\n'), b = a == std::string::npos ? a : text.find('\n', a + 1);
         if (b != std::string::npos && text.compare(0, a, key) == 0 && a == key.size()) {
             try {
-                LoadedModel m{model_from_text(std::string_view(text).substr(b + 1)), text.substr(a + 1, b - a - 1)};
+                LoadedModel m{model_from_text(std::string_view(text).substr(b + 1), limits_for(xml_path)),
+                              // Messages about the model name where it was read, and what from.
+                              "model cache " + out.path + " (of " + text.substr(a + 1, b - a - 1) + ")"};
                 out.hit = true;
                 return m;
             } catch (const std::exception& e) {
-                out.detail = "model cache '" + out.path + "' unusable (" + e.what() + ")";
+                out.detail = "unusable (" + std::string(e.what()) + "); ignored";
+                problem = true;
             }
         } else {
-            out.detail = text.empty() ? why : "model cache '" + out.path + "' belongs to another key; ignored";
+            out.detail = text.empty() ? why : "belongs to another key; ignored";
+            problem = !absent;
         }
     }
     LoadedModel m;
@@ -449,9 +545,18 @@ LoadedModel load_node_model(const std::string& xml_path, const TopologyCacheOpti
     if (!key.empty() && options.write && geteuid() == 0 && m.source.find('\n') == std::string::npos) {
         try {
             write_atomic(options, out.path, key + "\n" + m.source + "\n" + model_to_text(m.model));
+            if (problem) out.detail += "; rebuilt";
+            remove_stale_models(options, out.path);
         } catch (const std::exception& e) {
             out.detail += (out.detail.empty() ? "" : "; ") + std::string(e.what());
+            problem = true;
         }
+    }
+    // Said once per boot (the marker records it), by root only: the one who can fix it.
+    if (problem && geteuid() == 0) {
+        std::string note;
+        out.should_report = first_report_this_boot(model_report_marker(options), note);
+        if (out.should_report) out.detail += note.empty() ? "; said once per boot" : "; " + note + ", so said on every step";
     }
     return m;
 }

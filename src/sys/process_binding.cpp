@@ -2,6 +2,7 @@
 // signal broadcast, page migration (migrate_pages), and the plan marker. See the header.
 #include "numabind/process_binding.hpp"
 
+#include <fcntl.h>
 #include <numaif.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,6 +14,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -75,45 +78,133 @@ bool set_thread_affinity(pid_t tid, const IdSet& cpus) {
 }
 
 // ---- memory policy broadcast: each other thread sets the caller's policy on itself ----
-std::mutex g_broadcast_mutex;  // one broadcast at a time; the handler reads these
-int g_policy_mode = MPOL_DEFAULT;
-unsigned long g_policy_mask[kMaskWords];
-std::atomic<int> g_policy_ok{0};
-std::atomic<int> g_policy_failed{0};
-int g_signal = 0;  // 0: not installed
+//
+// One Request per broadcast, published through an atomic pointer and never changed after:
+// a handler (in any thread, at any time, also late for an earlier call) reads the latest one,
+// sets its policy, and records its answer in that request's table under its own thread id.
+// A call counts only the answers in its own request from the threads it signalled, so a late
+// answer to an earlier call never counts for this one, and a handler never reads a policy
+// while a later call writes it. Old requests are freed only when no handler is running.
+constexpr int kAckSlots = 4096;  // threads one broadcast can hear from (more: reported)
+
+struct Ack {
+    std::atomic<pid_t> tid{0};
+    std::atomic<int> result{0};  // 0: no answer yet, 1: set and read back, 2: failed
+};
+
+struct Request {
+    int mode = MPOL_DEFAULT;
+    unsigned long mask[kMaskWords] = {};
+    Ack acks[kAckSlots];
+};
+
+std::atomic<Request*> g_request{nullptr};
+std::atomic<int> g_handlers_running{0};
+std::vector<Request*> g_retired;  // under the bind lock
+std::set<int> g_our_signals;      // signals with our handler installed (kept for good: a late
+                                  // delivery must not kill the process)
+
+Ack* ack_slot(Request& r, pid_t tid, bool insert) {
+    const size_t start = static_cast<size_t>(tid) % kAckSlots;
+    for (size_t k = 0; k < kAckSlots; ++k) {
+        Ack& a = r.acks[(start + k) % kAckSlots];
+        pid_t seen = a.tid.load(std::memory_order_acquire);
+        if (seen == tid) return &a;
+        if (seen == 0) {
+            if (!insert) return nullptr;
+            if (a.tid.compare_exchange_strong(seen, tid, std::memory_order_acq_rel) || seen == tid) return &a;
+        }
+    }
+    return nullptr;
+}
 
 void policy_handler(int) {
     const int saved = errno;
-    bool ok = syscall(SYS_set_mempolicy, g_policy_mode, g_policy_mask, kMaxNodes) == 0;
-    if (ok) {
-        int mode = -1;
-        ok = syscall(SYS_get_mempolicy, &mode, nullptr, 0, nullptr, 0) == 0 &&
-             (mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES)) ==
-                 (g_policy_mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES));
+    g_handlers_running.fetch_add(1);
+    if (Request* r = g_request.load()) {
+        bool ok = syscall(SYS_set_mempolicy, r->mode, r->mask, kMaxNodes) == 0;
+        if (ok) {
+            int mode = -1;
+            ok = syscall(SYS_get_mempolicy, &mode, nullptr, 0, nullptr, 0) == 0 &&
+                 (mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES)) ==
+                     (r->mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES));
+        }
+        if (Ack* a = ack_slot(*r, my_tid(), true)) a->result.store(ok ? 1 : 2, std::memory_order_release);
     }
-    (ok ? g_policy_ok : g_policy_failed).fetch_add(1);
+    g_handlers_running.fetch_sub(1);
     errno = saved;
 }
 
-// A real-time signal nobody else handles, with our handler installed (kept installed for
-// good: a late delivery to a thread that had it blocked must not kill the process).
-int policy_signal(std::string& error) {
-    if (g_signal) return g_signal;
+// Publishes a new request; frees the retired ones when no handler can still be reading them
+// (a handler that starts after the store reads the new one).
+Request* publish_request(int mode, const unsigned long* mask) {
+    auto* r = new Request;
+    r->mode = mode;
+    std::memcpy(r->mask, mask, sizeof r->mask);
+    if (Request* old = g_request.exchange(r)) g_retired.push_back(old);
+    if (g_handlers_running.load() == 0) {
+        for (Request* old : g_retired) delete old;
+        g_retired.clear();
+    }
+    return r;
+}
+
+// The signals a thread blocks (SigBlk of /proc/self/task/TID/status: bit n-1 is signal n).
+bool blocked_signals(pid_t tid, uint64_t& mask) {
+    std::string status;
+    if (!read_proc_file("/proc/self/task/" + std::to_string(tid) + "/status", status)) return false;
+    const size_t p = status.find("SigBlk:");
+    if (p == std::string::npos) return false;
+    mask = std::strtoull(status.c_str() + p + 7, nullptr, 16);
+    return true;
+}
+bool blocks(uint64_t mask, int sig) { return sig >= 1 && sig <= 64 && ((mask >> (sig - 1)) & 1); }
+
+// Whether `sig` is free for us now: its disposition is ours, or the default and nobody else's.
+bool disposition_ours_or_default(int sig) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) return false;
+    if (old.sa_flags & SA_SIGINFO) return false;
+    if (old.sa_handler == policy_handler) return true;
+    if (old.sa_handler != SIG_DFL) return false;
+    return !g_our_signals.count(sig);  // ours once, reset to default by the program: its now
+}
+
+// A real-time signal the program does not use — no handler but ours, and blocked (so perhaps
+// waited for with sigwaitinfo or a signalfd) by none of `targets` — with our handler
+// installed. Checked again before every broadcast: the program may have taken the last one
+// since. A thread that blocks every candidate (all signals, say) cannot be reached at all;
+// the signal then is the one the fewest targets block, never sent to those that block it.
+int policy_signal(const std::map<pid_t, uint64_t>& blocked_by, std::string& error) {
+    int best = 0;
+    size_t best_blockers = SIZE_MAX;
     for (int sig = SIGRTMAX - 2; sig > SIGRTMIN + 2; --sig) {
-        struct sigaction old {};
-        if (sigaction(sig, nullptr, &old) != 0) continue;
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+        if (!disposition_ours_or_default(sig)) continue;
+        size_t blockers = 0;
+        for (const auto& [tid, mask] : blocked_by) blockers += blocks(mask, sig);
+        // prefer a signal already ours at equal cost: no new handler to install
+        if (blockers < best_blockers || (blockers == best_blockers && g_our_signals.count(sig) && !g_our_signals.count(best))) {
+            best = sig;
+            best_blockers = blockers;
+        }
+        if (blockers == 0 && g_our_signals.count(sig)) break;
+    }
+    if (best == 0) {
+        error = "every real-time signal is handled by the program; none is left to reach the other threads";
+        return 0;
+    }
+    if (!g_our_signals.count(best)) {
         struct sigaction sa {};
         sa.sa_handler = policy_handler;
         sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(sig, &sa, nullptr) == 0) {
-            g_signal = sig;
-            return sig;
+        sigfillset(&sa.sa_mask);  // one answer at a time per thread, nothing nested
+        if (sigaction(best, &sa, nullptr) != 0) {
+            error = std::string("cannot install the memory-policy signal handler: ") + std::strerror(errno);
+            return 0;
         }
+        g_our_signals.insert(best);
     }
-    error = "no free real-time signal to reach the other threads";
-    return 0;
+    return best;
 }
 
 void sleep_ms(long ms) {
@@ -166,7 +257,161 @@ void publish_plan_marker(const std::string& mode, const TaskPlan& task) {
     close(fd);
 }
 
+namespace {
+
+bool has_cpus(pid_t tid, const IdSet& cpus) {
+    IdSet now;
+    return get_thread_affinity(tid, now) && now == cpus;
+}
+
+// The first line of a thread's numa_maps: its first mapping's address and the policy that
+// applies there — the thread's own policy unless that mapping has one of its own (then
+// every thread shows the same, and the caller's line matches only threads that have, like
+// it, the new task policy or the same mapping policy; mappings with their own policy are
+// rare at the lowest address, the program's own text). "" when unreadable.
+std::string first_numa_maps_line(pid_t tid) {
+    const int fd = open(("/proc/self/task/" + std::to_string(tid) + "/numa_maps").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return {};
+    char buf[512];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) return {};
+    const std::string text(buf, static_cast<size_t>(n));
+    const size_t eol = text.find('\n');
+    if (eol == std::string::npos) return {};
+    // address and policy only (the page counts after them change as pages are touched)
+    const size_t a = text.find(' '), b = a == std::string::npos ? a : text.find(' ', a + 1);
+    return text.substr(0, std::min(b, eol));
+}
+
+bool thread_alive(pid_t tid) { return access(("/proc/self/task/" + std::to_string(tid)).c_str(), F_OK) == 0; }
+
+void not_as_planned(ProcessBindResult& r, pid_t tid, const std::string& why) {
+    r.threads_not_as_planned.push_back({static_cast<int>(tid), why});
+}
+
+void broadcast_policy(ProcessBindResult& r, pid_t self) {
+    int mode = 0;
+    unsigned long mask[kMaskWords] = {};
+    if (get_mempolicy(&mode, mask, kMaxNodes, nullptr, 0) != 0) {
+        const std::string why = std::string("get_mempolicy: ") + std::strerror(errno);
+        for (int tid : thread_ids(static_cast<int>(getpid())))
+            if (tid != self) not_as_planned(r, tid, "memory policy not set (" + why + ")");
+        r.threads_policy_missing = static_cast<int>(r.threads_not_as_planned.size());
+        return;
+    }
+    Request* req = publish_request(mode, mask);
+    std::set<pid_t> asked{self}, inherited;
+    const std::string own_first_line = first_numa_maps_line(self);
+    std::map<pid_t, std::string> unreached;  // tid -> why
+    std::vector<pid_t> waiting;
+    std::map<pid_t, int> blocked_now;  // tid -> the signal it blocked when asked
+    constexpr long kBlockedGraceMs = 50;
+    constexpr int kMaxPasses = 200;
+    const auto deadline_ms = 1000;  // threads answer within microseconds unless they cannot
+    long waited_ms = 0;
+    for (int pass = 0;; ++pass) {
+        std::map<pid_t, uint64_t> fresh;
+        for (int tid : thread_ids(static_cast<int>(getpid()))) {
+            if (asked.count(tid)) continue;
+            // Started (after the first pass) by a thread that had already answered: it
+            // inherited the policy, as its first mapping's line in numa_maps shows.
+            if (pass > 0 && !own_first_line.empty() && first_numa_maps_line(tid) == own_first_line) {
+                asked.insert(tid);
+                inherited.insert(tid);
+                continue;
+            }
+            uint64_t blocked = 0;
+            if (!blocked_signals(tid, blocked)) continue;  // exited
+            fresh[tid] = blocked;
+        }
+        if (fresh.empty()) break;  // every thread there now was asked (or inherited the policy)
+        if (pass == kMaxPasses) {  // the program starts threads faster than they answer
+            for (const auto& entry : fresh)
+                unreached[entry.first] = "memory policy not asked: started while binding (the program kept starting threads)";
+            break;
+        }
+        std::string why;
+        const int sig = policy_signal(fresh, why);
+        for (const auto& [tid, blocked] : fresh) {
+            asked.insert(tid);
+            if (sig == 0) {
+                unreached[tid] = "memory policy unchanged: " + why;
+            } else if (blocks(blocked, sig)) {
+                blocked_now[tid] = sig;  // perhaps only for a moment (a thread being created)
+            } else if (syscall(SYS_tgkill, getpid(), tid, sig) == 0) {
+                waiting.push_back(tid);
+            }  // else: exited meanwhile
+        }
+        // A thread glibc is still starting blocks every signal for a few microseconds: one
+        // that unblocks the signal within kBlockedGraceMs is asked then; never one that
+        // still blocks it (the program may be waiting for it: sigwaitinfo, a signalfd).
+        auto recheck_blocked = [&] {
+            for (auto it = blocked_now.begin(); it != blocked_now.end();) {
+                uint64_t now_blocked = 0;
+                if (!blocked_signals(it->first, now_blocked)) {
+                    it = blocked_now.erase(it);  // exited
+                } else if (!blocks(now_blocked, it->second) && disposition_ours_or_default(it->second) &&
+                           syscall(SYS_tgkill, getpid(), it->first, it->second) == 0) {
+                    waiting.push_back(it->first);
+                    it = blocked_now.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        };
+        // Wait for this pass's answers (1 s in all), then look for threads started meanwhile.
+        auto unanswered = [&] {
+            for (pid_t tid : waiting) {
+                const Ack* a = ack_slot(*req, tid, false);
+                if (!a || a->result.load(std::memory_order_acquire) == 0) {
+                    if (thread_alive(tid)) return true;
+                }
+            }
+            return false;
+        };
+        long blocked_waited_ms = 0;
+        while (waited_ms < deadline_ms) {
+            if (!blocked_now.empty() && blocked_waited_ms < kBlockedGraceMs) recheck_blocked();
+            const bool more_blocked = !blocked_now.empty() && blocked_waited_ms < kBlockedGraceMs;
+            if (!unanswered() && !more_blocked) break;
+            sleep_ms(1);
+            ++waited_ms;
+            ++blocked_waited_ms;
+        }
+        for (const auto& entry : blocked_now)
+            unreached[entry.first] = "memory policy unchanged: the thread blocks every signal numabind could use";
+        blocked_now.clear();
+    }
+    r.threads_policy += static_cast<int>(inherited.size());
+    for (pid_t tid : waiting) {
+        const Ack* a = ack_slot(*req, tid, false);
+        const int result = a ? a->result.load(std::memory_order_acquire) : 0;
+        if (result == 1) {
+            ++r.threads_policy;
+        } else if (result == 2) {
+            unreached[tid] = "memory policy could not be set";
+        } else if (thread_alive(tid)) {
+            unreached[tid] = "memory policy unchanged: no answer to the memory-policy signal within 1 s";
+        }
+    }
+    for (const auto& [tid, why] : unreached) not_as_planned(r, tid, why);
+    r.threads_policy_missing = static_cast<int>(unreached.size());
+    if (!unreached.empty()) {
+        std::string tids;
+        for (const auto& [tid, why] : unreached) tids += (tids.empty() ? "" : ",") + std::to_string(tid);
+        r.warnings.push_back(std::to_string(unreached.size()) + " thread(s) not as planned (memory policy unchanged): " +
+                             tids + " (" + unreached.begin()->second + ")");
+    }
+}
+
+}  // namespace
+
 ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
+    // One call at a time (the broadcast's bookkeeping; the C API also holds its own lock
+    // over planning and binding, so that no call sees another's half-applied binding).
+    static std::mutex one_at_a_time;
+    std::lock_guard<std::mutex> lock(one_at_a_time);
     ProcessBindResult r;
     r.caller = apply_binding(task);
     r.warnings = r.caller.warnings;
@@ -180,16 +425,21 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
     // (a thread may start another while we work).
     std::map<pid_t, IdSet> previous;
     std::set<pid_t> done{self};
-    std::vector<pid_t> policy_targets;
     if (!task.cpus.empty()) {
         for (int pass = 0; pass < 100; ++pass) {
             bool found_new = false;
             for (int tid : thread_ids(static_cast<int>(getpid()))) {
                 if (!done.insert(tid).second) continue;
-                found_new = true;
+                found_new = found_new || pass == 0 || !has_cpus(tid, task.cpus);
                 IdSet old;
                 if (!get_thread_affinity(tid, old)) {
                     if (errno == ESRCH) continue;  // exited meanwhile
+                }
+                // Started by a thread already bound: it inherited the CPUs, nothing to do (so
+                // a program that keeps starting threads does not keep this loop going).
+                if (pass > 0 && old == task.cpus) {
+                    previous[tid] = old;
+                    continue;
                 }
                 if (!set_thread_affinity(tid, task.cpus)) {
                     if (errno == ESRCH) continue;
@@ -200,9 +450,18 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
                     return r;
                 }
                 previous[tid] = old;
-                policy_targets.push_back(tid);
             }
             if (!found_new) break;
+            if (pass == 99) {  // still new threads: list those started since the last pass
+                for (int tid : thread_ids(static_cast<int>(getpid())))
+                    if (!done.count(tid))
+                        r.threads_not_as_planned.push_back(
+                            {tid, "CPUs not set: started while binding (the program kept starting threads)"});
+                if (!r.threads_not_as_planned.empty())
+                    r.warnings.push_back(std::to_string(r.threads_not_as_planned.size()) +
+                                         " thread(s) started while binding keep their CPUs (the program kept starting "
+                                         "threads faster than 100 passes could bind them)");
+            }
         }
         // Read back: the kernel narrows a mask to the cpuset without failing.
         for (const auto& [tid, old] : previous) {
@@ -216,46 +475,14 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
             }
             ++r.threads;
         }
-    } else {
-        for (int tid : thread_ids(static_cast<int>(getpid())))
-            if (tid != self) policy_targets.push_back(tid);
     }
     ++r.threads;  // the caller
 
-    // Memory policy: the caller's (already set by apply_binding) on every other thread.
+    // Memory policy: the caller's (already set by apply_binding) on every other thread,
+    // re-scanning until a pass finds no thread that was not asked (one started meanwhile by
+    // a thread not yet answered would keep the old policy).
     r.threads_policy = 1;
-    if (task.mem != MemPolicy::None && !task.mems.empty() && !policy_targets.empty()) {
-        std::lock_guard<std::mutex> lock(g_broadcast_mutex);
-        std::string why;
-        const int sig = policy_signal(why);
-        int mode = 0;
-        unsigned long mask[kMaskWords] = {};
-        if (sig == 0) {
-            r.warnings.push_back("memory policy set on the calling thread only: " + why);
-        } else if (get_mempolicy(&mode, mask, kMaxNodes, nullptr, 0) != 0) {
-            r.warnings.push_back(std::string("memory policy set on the calling thread only: get_mempolicy: ") +
-                                 std::strerror(errno));
-        } else {
-            g_policy_mode = mode;
-            std::memcpy(g_policy_mask, mask, sizeof mask);
-            g_policy_ok = 0;
-            g_policy_failed = 0;
-            int sent = 0;
-            for (pid_t tid : policy_targets)
-                if (syscall(SYS_tgkill, getpid(), tid, sig) == 0) ++sent;
-            // Threads answer within microseconds unless they block the signal; wait ~1 s at most.
-            for (int waited = 0; waited < 1000 && g_policy_ok + g_policy_failed < sent; ++waited) sleep_ms(1);
-            r.threads_policy += g_policy_ok;
-            r.threads_policy_missing = sent - g_policy_ok - g_policy_failed;
-            if (g_policy_failed > 0)
-                r.warnings.push_back(std::to_string(g_policy_failed.load()) + " thread(s) could not set the memory policy");
-            if (r.threads_policy_missing > 0)
-                r.warnings.push_back(std::to_string(r.threads_policy_missing) +
-                                     " thread(s) did not answer the memory-policy signal within 1 s (signal blocked?); "
-                                     "their memory policy is unchanged");
-        }
-    }
-
+    if (task.mem != MemPolicy::None && !task.mems.empty()) broadcast_policy(r, self);
     if (migrate && !task.mems.empty()) {
         r.migrated = true;
         // From every other node the process may use to the home node(s).

@@ -8,7 +8,9 @@
 #           (__stack_chk_fail) and FORTIFY_SOURCE (*_chk) referenced; the CLI is PIE. The
 #           plugin front is small enough that the compiler proves every buffer size of its
 #           own calls, so it needs no *_chk: its witness is the engine, compiled by the same
-#           CMake function with the same flags (spank/CMakeLists.txt).
+#           CMake function with the same flags (spank/CMakeLists.txt); no empty or relative
+#           RPATH/RUNPATH entry (readelf -d), which would load libraries from the current
+#           directory (issue 21 item 7).
 set -uo pipefail
 cli=${1:?usage: hardening.sh NUMABIND_CLI [SPANK_PLUGIN.so]}
 plugin=${2:-}
@@ -29,7 +31,27 @@ harden() {  # FILE LABEL [FORTIFY_WITNESS]
   elif [ -n "$witness" ] && grep -qE '__[a-z_]+_chk(@|$)' <<<"$(nm -D "$witness")"; then
     ok "$what: FORTIFY_SOURCE (no call left to check at run time; $(basename "$witness"), same flags, references *_chk)"
   else bad "$what: no *_chk function referenced (no _FORTIFY_SOURCE)"; fi
+  runpath_clean "$f" "$what" "$dyn"
   if readelf -sW "$f" | grep -q '__asan_init'; then echo "note - $what is an ASan build"; fi
+}
+
+# RPATH/RUNPATH: every entry absolute (or $ORIGIN-based); an empty or relative one makes
+# the loader search the caller's current directory (CMake's build-RPATH padding ends in ':').
+runpath_clean() {  # FILE LABEL READELF_D
+  local f=$1 what=$2 dyn=$3 paths p bad_entries=""
+  paths=$(sed -nE 's/.*\((RPATH|RUNPATH)\).*\[(.*)\]$/\2/p' <<<"$dyn")
+  if [ -z "$paths" ] && ! grep -qE '\((RPATH|RUNPATH)\)' <<<"$dyn"; then ok "$what: no RPATH/RUNPATH"; return; fi
+  while IFS= read -r line; do
+    # an empty list, a leading, trailing or doubled ':' is an empty entry
+    if [ -z "$line" ] || [[ $line == :* || $line == *: || $line == *::* ]]; then bad_entries+=" (empty entry in '$line')"; fi
+    IFS=: read -ra parts <<<"$line"
+    for p in "${parts[@]}"; do
+      [ -z "$p" ] && continue
+      case $p in /* | '$ORIGIN'*) ;; *) bad_entries+=" (relative entry '$p')" ;; esac
+    done
+  done <<<"$paths"
+  if [ -z "$bad_entries" ]; then ok "$what: RUNPATH entries all absolute: $(echo $paths)"
+  else bad "$what: RPATH/RUNPATH searches the current directory:$bad_entries"; fi
 }
 
 harden "$cli" "numabind (CLI)"

@@ -418,6 +418,20 @@ if case_on cache; then
     check "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
       "$RC:$(col "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
     check "second step reads the model cache (not rewritten)" "$model_mtime" "$( [ -n "$model" ] && stat -c %Y.%y "$model")"
+    # A model cache cut at a line boundary (its PCI lines lost, the accelerator with them) is
+    # refused and rebuilt, the step still binds to the device, and slurmd's log says so once
+    # per boot (the marker is removed first: earlier runs this boot said it already).
+    if [ -n "$model" ]; then
+      rm -f /run/numabind.reported.model
+      for round in 1 2; do
+        head -n "$(grep -n '^pci ' "$model" | head -n1 | cut -d: -f1)" "$model" | head -n -1 >"$model.cut" && mv "$model.cut" "$model"
+        tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
+        check "cut model cache, step $round: refused, the step still finds the device" "0:node" "$RC:$(col "$D/out" mode | cut -d: -f2)"
+      done
+      check "cut model cache: rebuilt whole (an end line again)" "1" "$(tail -n1 "$model" | grep -c '^end [0-9]* [0-9a-f]\{16\}$')"
+      check "cut model cache: slurmd's log says it once per boot" "1" \
+        "$(cat "$D"/log/slurmd.*.log | grep -c "model cache ($model): unusable (model cache: cut short")"
+    fi
     [ -z "$before" ] && rm -f /run/numabind/topology-*.xml
   fi
 fi

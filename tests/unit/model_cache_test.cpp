@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <fstream>
 #include <string>
 
@@ -51,6 +54,16 @@ std::string plans(const nb::Topology& m) {
     return out;
 }
 
+// `body` with the end line model_to_text writes: its line count and FNV-1a 64 (the
+// published algorithm: offset basis 14695981039346656037, prime 1099511628211).
+std::string with_end(const std::string& body) {
+    uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : body) h = (h ^ c) * 1099511628211ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    return body + "end " + std::to_string(std::count(body.begin(), body.end(), '\n')) + " " + hex + "\n";
+}
+
 }  // namespace
 
 class ModelText : public ::testing::TestWithParam<std::string> {};
@@ -85,11 +98,60 @@ TEST(ModelText, MalformedIsAnErrorNamingTheLine) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0 x 0\n"), "model cache line 2: 'x' is not a number");
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0\n"), "model cache line 2: a field is missing");
-    EXPECT_EQ(error_of("numabind-model 1\nwhat 1\n"), "model cache line 2: unknown kind 'what'");
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0 3 -1\n"),
+    EXPECT_EQ(error_of(with_end("numabind-model 1\ncore 0 x 0\n")), "model cache line 2: 'x' is not a number");
+    EXPECT_EQ(error_of(with_end("numabind-model 1\ncore 0\n")), "model cache line 2: a field is missing");
+    EXPECT_EQ(error_of(with_end("numabind-model 1\nwhat 1\n")), "model cache line 2: unknown kind 'what'");
+    EXPECT_EQ(error_of(with_end("numabind-model 1\ncore 0 3 -1\n")),
               "model cache: a core refers to an L3 group or package that is not there");
+    EXPECT_EQ(error_of("numabind-model 1\ncore 0 -1 -1\n"), "model cache: cut short (no end line)");
+}
+
+// A file cut at any line boundary, or with one byte changed, or with a line added after its
+// end, is refused: never a smaller model (one without its GPUs, say).
+TEST(ModelText, ACutOrChangedTextIsRefused) {
+    const auto topo = nb::test::load(nb::test::generated(nb::test::presets().front()));
+    const std::string text = nb::model_to_text(topo->model());
+    ASSERT_GT(topo->model().pci_devices.size(), 0u);
+    EXPECT_NO_THROW(nb::model_from_text(text));
+    int cuts = 0;
+    for (size_t eol = text.find('\n'); eol + 1 < text.size(); eol = text.find('\n', eol + 1), ++cuts)
+        EXPECT_THROW(nb::model_from_text(text.substr(0, eol + 1)), nb::Error) << "cut after byte " << eol;
+    EXPECT_GT(cuts, 5);
+    for (size_t i = 20; i + 30 < text.size(); i += 97) {  // one byte changed (a digit or letter)
+        std::string changed = text;
+        changed[i] = changed[i] == '1' ? '2' : '1';
+        if (changed[i] == text[i]) continue;
+        EXPECT_THROW(nb::model_from_text(changed), nb::Error) << "byte " << i << " changed";
+    }
+    EXPECT_THROW(nb::model_from_text(text + "core 0 -1 -1\n"), nb::Error);
+}
+
+// Ids past the machine's possible CPUs or nodes, or a text past the size cap, are refused
+// before anything is filled: a hostile file costs no more than the machine it claims.
+TEST(ModelText, LimitsRefuseIdsAndSizesPastTheMachine) {
+    nb::ModelLimits small;
+    small.max_pu = 63;
+    small.max_node = 1;
+    auto error_of = [&](const std::string& body) {
+        try {
+            nb::model_from_text(with_end(body), small);
+        } catch (const nb::Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(error_of("numabind-model 1\ncore 0-63 -1 -1\n"), "no error");
+    EXPECT_EQ(error_of("numabind-model 1\ncore 0-1048575 -1 -1\n"),
+              "model cache line 2: '0-1048575' is not a CPU list within 0-63");
+    EXPECT_EQ(error_of("numabind-model 1\ncore 0 -1 -1\nnuma 2 0 - \n"),
+              "model cache line 3: NUMA node 2 is outside 0-1");
+    EXPECT_EQ(error_of("numabind-model 1\ncore 0 -1 -1\ndistance 0 7 10\n"),
+              "model cache line 3: NUMA node 7 is outside 0-1");
+    std::string many = "numabind-model 1\n";
+    for (int i = 0; i < 65; ++i) many += "core " + std::to_string(i % 64) + " -1 -1\n";
+    EXPECT_EQ(error_of(many), "model cache: more cores than the 64 the limits allow");
+    small.max_bytes = 100;
+    EXPECT_NE(error_of(many).find("more than the 100 a node model may have"), std::string::npos) << error_of(many);
 }
 
 class ModelCache : public ::testing::Test {
@@ -124,7 +186,8 @@ TEST_F(ModelCache, MissWritesHitReadsTheSameModel) {
     EXPECT_TRUE(second.hit) << second.detail;
     EXPECT_EQ(second.path, first.path);
     EXPECT_EQ(nb::model_to_text(b.model), nb::model_to_text(a.model));
-    EXPECT_EQ(b.source, a.source);
+    // what came from the cache says so (and what the cache was built from)
+    EXPECT_EQ(b.source, "model cache " + first.path + " (of " + a.source + ")");
 }
 
 TEST_F(ModelCache, AChangedXmlFileIsANewKey) {
@@ -140,7 +203,7 @@ TEST_F(ModelCache, UnusableOrUntrustedFilesAreIgnored) {
     nb::ModelOutcome first, garbage, loose;
     const nb::LoadedModel a = nb::load_node_model(xml_, opts_, &first);
     const std::string key = nb::node_model_key(xml_);
-    std::ofstream(first.path, std::ios::trunc) << key << "\nlive\nnumabind-model 1\ncore zero\n";
+    std::ofstream(first.path, std::ios::trunc) << key << "\nlive\n" << with_end("numabind-model 1\ncore zero\n");
     const nb::LoadedModel b = nb::load_node_model(xml_, opts_, &garbage);
     EXPECT_FALSE(garbage.hit);
     EXPECT_NE(garbage.detail.find("unusable"), std::string::npos) << garbage.detail;
@@ -149,4 +212,65 @@ TEST_F(ModelCache, UnusableOrUntrustedFilesAreIgnored) {
     ASSERT_EQ(chmod(first.path.c_str(), 0666), 0);
     nb::load_node_model(xml_, opts_, &loose);
     EXPECT_FALSE(loose.hit) << "a file others may write must not be read";
+}
+
+namespace {
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+}  // namespace
+
+// A file cut at a line boundary (the GPUs' lines lost): refused, rebuilt at once, and said
+// once per boot; the rebuilt file is whole again and hit by the next step.
+TEST_F(ModelCache, ACutFileIsRefusedRebuiltAndSaidOncePerBoot) {
+    nb::ModelOutcome first, cut, again, recut;
+    const nb::LoadedModel a = nb::load_node_model(xml_, opts_, &first);
+    const std::string whole = read_file(first.path);
+    ASSERT_NE(whole.find("\npci "), std::string::npos);
+    const std::string cut_text = whole.substr(0, whole.find("\npci ") + 1);  // up to the PCI devices
+    std::ofstream(first.path, std::ios::trunc) << cut_text;
+    const nb::LoadedModel b = nb::load_node_model(xml_, opts_, &cut);
+    EXPECT_FALSE(cut.hit);
+    EXPECT_EQ(b.model.pci_devices.size(), a.model.pci_devices.size()) << "planned from a cut model";
+    EXPECT_NE(cut.detail.find("cut short"), std::string::npos) << cut.detail;
+    EXPECT_NE(cut.detail.find("rebuilt"), std::string::npos) << cut.detail;
+    EXPECT_TRUE(cut.should_report) << cut.detail;
+    const std::vector<std::string> lines = nb::cache_report_lines(cut);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find(first.path), std::string::npos) << lines[0];
+    EXPECT_EQ(read_file(first.path), whole) << "not rebuilt whole";
+    nb::load_node_model(xml_, opts_, &again);
+    EXPECT_TRUE(again.hit) << again.detail;
+    EXPECT_FALSE(again.should_report);
+    std::ofstream(first.path, std::ios::trunc) << cut_text;
+    nb::load_node_model(xml_, opts_, &recut);
+    EXPECT_FALSE(recut.hit);
+    EXPECT_FALSE(recut.should_report) << "said twice in one boot";
+    EXPECT_TRUE(nb::cache_report_lines(recut).empty());
+}
+
+// A first step (no file yet) is no problem to report.
+TEST_F(ModelCache, AMissingFileIsNotReported) {
+    nb::ModelOutcome first;
+    nb::load_node_model(xml_, opts_, &first);
+    EXPECT_FALSE(first.should_report) << first.detail;
+}
+
+// Writing a model removes the model files whose key is dead (their XML gone or changed),
+// keeps those of keys still live (another node's XML), and leaves other files alone.
+TEST_F(ModelCache, ModelFilesOfDeadKeysAreRemoved) {
+    const std::string other = base_ + "/other.xml", gone = base_ + "/gone.xml";
+    std::system(("cp '" + xml_ + "' '" + other + "' && cp '" + xml_ + "' '" + gone + "'").c_str());
+    nb::ModelOutcome live_other, dead, mine;
+    nb::load_node_model(other, opts_, &live_other);
+    nb::load_node_model(gone, opts_, &dead);
+    ASSERT_EQ(access(dead.path.c_str(), F_OK), 0);
+    unlink(gone.c_str());
+    std::ofstream(opts_.dir + "/notes.txt") << "not ours\n";
+    nb::load_node_model(xml_, opts_, &mine);
+    EXPECT_EQ(access(mine.path.c_str(), F_OK), 0);
+    EXPECT_EQ(access(live_other.path.c_str(), F_OK), 0) << "a live key's model was removed";
+    EXPECT_NE(access(dead.path.c_str(), F_OK), 0) << "a dead key's model was kept";
+    EXPECT_EQ(access((opts_.dir + "/notes.txt").c_str(), F_OK), 0);
 }

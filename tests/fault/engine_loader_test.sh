@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# tests/fault/engine_loader_test.sh STANDIN PLUGIN GEN_TOPOLOGY
+# The front (spank_numabind.so) loads its step engine (numabind_stepd.so) only from beside
+# its own real file, through every directory up to / being root's and closed to others'
+# writes (sticky allowed), and only a root-owned regular file closed to group/other writes,
+# loaded through the descriptor it checked (SECURITY.md rule 7). Each case copies the built
+# pair into a private directory and runs one step in the slurmstepd stand-in
+# (stepd_standin.c): the tasks must be bound (engine loaded) or the step must say, in one
+# line naming the file or directory, why the engine was not loaded. Root only (exit 77).
+set -uo pipefail
+standin=$1 plugin=$2 gen=$3
+[ "$(id -u)" = 0 ] || { echo "needs root (skipped)"; exit 77; }
+engine=$(dirname "$plugin")/numabind_stepd.so
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+chmod 0755 "$work"
+python3 "$gen" -o "$work/topo.xml" --gpu machine --gpu machine >/dev/null || exit 1
+site=(default=exclusive fallback=warn mem=bind devices=10de "topology=$work/topo.xml")
+fails=0
+ok() { echo "ok   - $*"; }
+bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
+
+install_pair() {  # DIR: a fresh root-owned copy of front and engine
+  rm -rf "$1" && mkdir -p "$1" && cp "$plugin" "$1/spank_numabind.so" && cp "$engine" "$1/numabind_stepd.so" &&
+    chmod 0755 "$1" "$1/spank_numabind.so" "$1/numabind_stepd.so"
+}
+step() {  # FRONT: one step; sets OUT (the stand-in's summary) and ERR (its log lines)
+  "$standin" "$1" slurm --only 0 -v -- "${site[@]}" >"$work/out" 2>"$work/err"
+  OUT=$(head -1 "$work/out")
+  ERR=$(grep -h 'slurm_error' "$work/err" | head -3)
+}
+bound() {  # LABEL FRONT
+  step "$2"
+  if [[ $OUT == *"bound 2,"* ]] && [ -z "$ERR" ]; then ok "$1: engine loaded, tasks bound"
+  else bad "$1: engine not loaded: $OUT ${ERR:-}"; fi
+}
+refused() {  # LABEL FRONT REGEX
+  step "$2"
+  if [[ $OUT == *"bound 0,"* ]] && grep -qE "$3" <<<"$ERR"; then ok "$1: refused ($(sed 's/.*numabind: node [^:]*: //' <<<"$ERR" | head -1))"
+  else bad "$1: expected a refusal matching '$3': $OUT ${ERR:-no error}"; fi
+}
+
+real=$work/real
+install_pair "$real"
+bound "the pair in a root-owned directory" "$real/spank_numabind.so"
+
+# A symlink to the front elsewhere: the engine is the one beside the real front, and a
+# library planted beside the link is never loaded (its constructor would leave a marker).
+mkdir -p "$work/link" && chmod 0755 "$work/link"
+ln -s "$real/spank_numabind.so" "$work/link/spank_numabind.so"
+bound "front reached through a symlink in another directory (no engine there)" "$work/link/spank_numabind.so"
+if command -v "${CC:-cc}" >/dev/null; then
+  printf '#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) static void planted(void) { close(open("%s", O_CREAT | O_WRONLY, 0644)); }\n' \
+    "$work/planted-ran" >"$work/planted.c"
+  "${CC:-cc}" -shared -fPIC -o "$work/link/numabind_stepd.so" "$work/planted.c" && chmod 0755 "$work/link/numabind_stepd.so"
+  bound "front through a symlink, another library planted beside the link" "$work/link/spank_numabind.so"
+  if [ -e "$work/planted-ran" ]; then bad "the library beside the symlink was loaded (its constructor ran)"
+  else ok "the library beside the symlink was not loaded"; fi
+else
+  echo "skip - no C compiler: the planted-library case"
+fi
+
+chmod 0777 "$real"
+refused "engine directory writable by others" "$real/spank_numabind.so" "directory $real is writable by group or others"
+chmod 0775 "$real"
+refused "engine directory writable by group" "$real/spank_numabind.so" "directory $real is writable by group or others"
+chmod 1777 "$real"
+bound "engine directory world-writable but sticky (like /tmp)" "$real/spank_numabind.so"
+chmod 0755 "$real"
+
+chown 65534 "$real"
+refused "engine directory owned by another user" "$real/spank_numabind.so" "directory $real is owned by uid 65534"
+chown 0 "$real"
+# a directory higher up the chain counts too
+mkdir -p "$work/up/down" && install_pair "$work/up/down" && chmod 0757 "$work/up"
+refused "a parent directory writable by others" "$work/up/down/spank_numabind.so" "directory $work/up is writable by group or others"
+
+chown 65534 "$real/numabind_stepd.so"
+refused "engine owned by another user" "$real/spank_numabind.so" "numabind_stepd.so is owned by uid 65534, not root"
+chown 0 "$real/numabind_stepd.so"
+chmod 0775 "$real/numabind_stepd.so"
+refused "engine writable by group" "$real/spank_numabind.so" "numabind_stepd.so is writable by group or others"
+chmod 0755 "$real/numabind_stepd.so"
+
+mv "$real/numabind_stepd.so" "$work/engine-elsewhere.so"
+ln -s "$work/engine-elsewhere.so" "$real/numabind_stepd.so"
+refused "engine is a symlink (to a good file)" "$real/spank_numabind.so" "numabind_stepd.so is a symlink"
+rm "$real/numabind_stepd.so" && mkfifo "$real/numabind_stepd.so"
+refused "engine is a FIFO (never waited on)" "$real/spank_numabind.so" "numabind_stepd.so is not a regular file"
+rm "$real/numabind_stepd.so"
+refused "no engine" "$real/spank_numabind.so" "cannot find the step engine $real/numabind_stepd.so"
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
