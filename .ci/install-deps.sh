@@ -31,7 +31,7 @@ PKGS=(
   slurm-wlm slurmd slurmctld libslurm-dev munge libpmix-dev
   libopenmpi-dev openmpi-bin
   hyperfine python3 python3-torch python3-pip python3-venv python3-setuptools
-  qemu-system-x86 busybox-static xz-utils zstd
+  qemu-system-x86 busybox-static xz-utils zstd iproute2
   clang
   man-db procps rpm cpio file
 )
