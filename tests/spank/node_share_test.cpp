@@ -252,7 +252,20 @@ void run_round(const Round& r, const std::string& label) {
     const std::vector<std::string> reports = read_all(others, guard);
     // Now let a stopped victim go on (it must read the same final state), or reap a dead one.
     const pid_t victim = pids[static_cast<size_t>(r.victim)];
-    if (r.signal == SIGSTOP) kill(victim, SIGCONT);
+    if (r.signal == SIGSTOP) {
+        // On a loaded machine the victim may reach its step (and stop itself) only after the
+        // others are done: continue it only once it has really stopped (or ended), else the
+        // SIGCONT would come first and it would stay stopped.
+        bool reaped = false;
+        for (int i = 0; i < 5000; ++i) {
+            int status = 0;
+            const pid_t w = waitpid(victim, &status, WUNTRACED | WNOHANG);
+            if (w == victim && WIFSTOPPED(status)) break;
+            if (w == victim) { reaped = true; break; }
+            usleep(1000);
+        }
+        if (!reaped) kill(victim, SIGCONT);
+    }
     const std::string victim_report =
         read_all({fds[static_cast<size_t>(r.victim)]}, std::chrono::steady_clock::now() + std::chrono::seconds(5))[0];
     for (size_t i = 0; i < pids.size(); ++i) {
