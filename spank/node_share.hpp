@@ -19,7 +19,7 @@ namespace numabind::spank {
 class NodeShare {
 public:
     // Messages said once per step on this node, whichever task gets there first.
-    enum class Once : uint32_t { Skipped, NoGpu, Missing, Failure, OptionError, Count };
+    enum class Once : uint32_t { NoGpu, Missing, Failure, Count };
 
     NodeShare() = default;
     ~NodeShare();

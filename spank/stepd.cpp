@@ -154,7 +154,7 @@ TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Publi
         for (size_t q = 0; q < others_plan.tasks.size(); ++q)
             if (static_cast<int>(q) != rank) used |= others_plan.tasks[q].cpus;
         own.cpus = own.cpus - used;
-        if (ranks_in(all, Published::State::Late).size() > 0) own.cpus &= stand_in.cpus | (allowed.cpus - used);
+        if (!ranks_in(all, Published::State::Late).empty()) own.cpus &= stand_in.cpus | (allowed.cpus - used);
         if (own.cpus.empty()) {
             notes.push_back("this task reported its GPUs too late and every CPU near them is another task's; bound as "
                             "the others planned it");
