@@ -32,7 +32,7 @@ PKGS=(
   libopenmpi-dev openmpi-bin
   hyperfine python3 python3-torch python3-pip python3-venv python3-setuptools
   qemu-system-x86 busybox-static xz-utils zstd iproute2
-  clang
+  clang llvm   # llvm: llvm-symbolizer, so sanitizer stacks name their frames (fuzz/hwloc_crash_filter.sh)
   man-db procps rpm cpio file
 )
 # Renamed between releases (apt-cache search on each; clang's sanitizer runtimes follow the

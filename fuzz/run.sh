@@ -6,6 +6,11 @@
 #   FUZZ_ARGS        extra libFuzzer arguments
 #   FUZZ_TIMEOUT     seconds of one input that count as a hang (default 60)
 #   FUZZ_MIN_TOTAL   executions the whole run should reach (the `fuzz` target: 10^7); said when missed
+#   FUZZ_RUNS        executions per harness instead of FUZZ_SECONDS (a count, not a time: the same
+#                    work on a fast or a loaded machine)
+#   FUZZ_SEED        libFuzzer's random seed; with FUZZ_RUNS and FUZZ_FRESH_CORPUS=1 every run
+#                    executes the same inputs (CI smoke: fuzz/smoke.sh). Empty: a new seed each run
+#   FUZZ_FRESH_CORPUS=1  start from the seeds only, in a scratch corpus removed afterwards
 # Seeds come from fuzz/corpus/<harness>/ and, when the build made it, $FUZZ_BUILD_DIR/fuzz-seeds/<harness>/
 # (generated topologies, the recorded corpus's XML; fuzz/CMakeLists.txt) (read only); new inputs go to
 # $FUZZ_BUILD_DIR/fuzz-corpus/<harness>/, crashes to $FUZZ_BUILD_DIR/fuzz-artifacts/.
@@ -23,23 +28,21 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/fault/lsan.supp:print_suppressions=0}"
 mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
-# True when a crash (SEGV, or an assert/abort) happened inside libhwloc while
-# HwlocTopology's constructor was loading the XML, with no numabind code between: the first
-# stack frame that is not libhwloc, libc or the fuzzer/sanitizer runtime is that constructor.
-hwloc_internal_crash() {
-  grep -Eq 'ERROR: AddressSanitizer: SEGV|ERROR: libFuzzer: deadly signal' "$1" || return 1
-  grep -q 'libhwloc\.so' "$1" || return 1
-  awk '/^    #[0-9]+ /{
-         if ($0 ~ /libhwloc\.so|libc\.so|[ \/](nptl|stdlib|assert|signal)\/|__sanitizer|fuzzer::/) next
-         print; exit }' "$1" | grep -q 'numabind::HwlocTopology::HwlocTopology'
-}
+# shellcheck source=fuzz/hwloc_crash_filter.sh
+. "$here/hwloc_crash_filter.sh"
 failed=0
 total_execs=0
 for h in "${harnesses[@]}"; do
   bin=$build/fuzz/$h
   [ -x "$bin" ] || { echo "fuzz: $h: not built ($bin)"; failed=1; continue; }
   work=$build/fuzz-corpus/$h
+  [ "${FUZZ_FRESH_CORPUS:-0}" = 1 ] && work=$build/fuzz-corpus-fresh/$h && rm -rf "$work"
   mkdir -p "$work"
+  # A fixed seed and a count make the run repeatable; -reload=0: no corpus re-reads on a timer.
+  limit=(-max_total_time="$secs")
+  [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
+  repeat=()
+  [ -n "${FUZZ_SEED:-}" ] && repeat=(-seed="$FUZZ_SEED" -reload=0)
   dict=()
   seeds=()
   [ -d "$build/fuzz-seeds/$h" ] && seeds=("$build/fuzz-seeds/$h")
@@ -55,7 +58,7 @@ for h in "${harnesses[@]}"; do
   # hangs at load average 12-29 under nice 19; the slowest inputs take ~1.5 s of CPU);
   # -rss_limit_mb: a runaway allocation.
   # shellcheck disable=SC2086
-  ASAN_OPTIONS=$asan "$bin" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
+  ASAN_OPTIONS=$asan "$bin" "${limit[@]}" "${repeat[@]}" -timeout="${FUZZ_TIMEOUT:-60}" -rss_limit_mb=2048 -max_len="${FUZZ_MAX_LEN:-65536}" \
          -print_final_stats=1 -artifact_prefix="$build/fuzz-artifacts/$h-" "${dict[@]}" "${leaks[@]}" \
          ${FUZZ_JOBS:+-fork=$FUZZ_JOBS} ${FUZZ_ARGS:-} "$work" "$here/corpus/$h" "${seeds[@]}" >"$log" 2>&1
   rc=$?
@@ -78,8 +81,11 @@ for h in "${harnesses[@]}"; do
     grep -m1 -E 'ERROR: |runtime error|invariant violated|deadly signal|Timeout|out-of-memory' "$log" | sed 's/^/    /'
     ls "$build/fuzz-artifacts/$h-"* 2>/dev/null | sed 's/^/    artifact: /'
   else
-    echo "fuzz: $h: ok, ${execs:-?} executions in ${secs} s (${speed:-?}/s), corpus $units new unit(s)"
+    how="in ${secs} s"
+    [ -n "${FUZZ_RUNS:-}" ] && how="(seed ${FUZZ_SEED:-random})"
+    echo "fuzz: $h: ok, ${execs:-?} executions $how (${speed:-?}/s), corpus $units new unit(s)"
   fi
+  [ "${FUZZ_FRESH_CORPUS:-0}" = 1 ] && rm -rf "$work"
 done
 echo "fuzz: total ${total_execs} executions (${#harnesses[@]} harness(es), ${secs} s each)"
 if [ -n "${FUZZ_MIN_TOTAL:-}" ] && [ "$total_execs" -lt "$FUZZ_MIN_TOTAL" ]; then
