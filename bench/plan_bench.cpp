@@ -50,6 +50,7 @@ std::vector<Case> cases() {
         {"gen-16gpu", gen_dir() + "/16gpu.xml", ""},              // 96 PUs, 2 NUMA, 16 GPUs
         {"gen-mi300a-tpx", gen_dir() + "/mi300a-tpx.xml", ""},    // 192 PUs, MI300A TPX: 12 logical GPUs
         {"gen-nps4", gen_dir() + "/nps4.xml", ""},                // 96 PUs, 8 NUMA, 16 L3, 4 GPUs
+        {"gen-dgx-h100", gen_dir() + "/dgx-h100.xml", ""},        // 112 PUs, 8 GPUs, 8 HCAs behind their switches
     };
     const std::vector<Case> corpus = {
         {"jsfc005", topo_dir() + "/psmgmt_topo.jsfc005.xml", ""},                 // 256 PUs, 8 NUMA, 32 L3, 1 GPU
@@ -113,6 +114,7 @@ void bm_plan(benchmark::State& state, Case c, nb::Mode mode, int ntasks) {
     }
     state.counters["tasks"] = ntasks;
     state.counters["gpus"] = static_cast<double>(l.accs.size());
+    state.counters["nics"] = static_cast<double>(nb::fabric_nics(l.model).size());  // planned per task too
 }
 
 void bm_find_accelerators(benchmark::State& state, Case c) {

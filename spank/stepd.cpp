@@ -399,6 +399,9 @@ int task_init(spank_t sp, State& st) {
     clear_variables(sp, false);
     export_binding_env(st.decision.mode, task,
                        [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
+    export_nic_env(task, st.decision.ucx, st.decision.ucx && job_getenv(sp, "UCX_NET_DEVICES").has_value(),
+                   [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); },
+                   [sp](const char* k) { spank_unsetenv(sp, k); });
 
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
@@ -407,6 +410,7 @@ int task_init(spank_t sp, State& st) {
         line += ", CPUs " + task.cpus.to_string() + ", memory ";
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
                                                                  : to_string(task.mem) + " " + join(task.mems);
+        if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
         if (st.decision.detail) {
             const auto t_end = Clock::now();
             line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +

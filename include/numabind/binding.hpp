@@ -71,6 +71,20 @@ void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
     set("NUMABIND_DEVICE_PCI", task.device ? task.device->pci : std::string());
 }
 
+// NUMABIND_NICS: the task's nearest fabric NICs ("mlx5_0,mlx5_1"), removed when it has none.
+// With `ucx` (opt-in) also UCX_NET_DEVICES ("mlx5_0:1,mlx5_1:1"), unless the user has set it
+// (`ucx_already_set`) or there is no NIC to name. NCCL is left alone: it picks the NIC
+// nearest each GPU by PCI distance itself.
+template <typename Setter, typename Unsetter>
+void export_nic_env(const TaskPlan& task, bool ucx, bool ucx_already_set, Setter&& set, Unsetter&& unset) {
+    if (task.nics.empty()) {
+        unset("NUMABIND_NICS");
+        return;
+    }
+    set("NUMABIND_NICS", nic_names(task.nics));
+    if (ucx && !ucx_already_set) set("UCX_NET_DEVICES", ucx_net_devices(task.nics));
+}
+
 // What the process currently has (for `numabind show`).
 struct Placement {
     IdSet cpus;
