@@ -346,7 +346,7 @@ def plan(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
          migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
          rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True) -> Dict[str, Any]:
     """What `numabind plan --json` prints for bind()'s arguments: {"mode", "tasks": [{"local_rank",
-    "device", "devices", "cpus", "mems", "mem_policy", "warnings"}], "warnings"}. Applies nothing
+    "device", "devices", "cpus", "mems", "mem_policy", "nics", "warnings"}], "warnings"}. Applies nothing
     and works on any topology XML (another machine's: the XML's own CPUs are the allowed ones
     unless allowed_cpus is given). ntasks defaults to the launcher's variables. With local_rank,
     "local_rank" names this process's entry of "tasks". devices is the only source of the visible
