@@ -117,6 +117,21 @@ void bm_plan(benchmark::State& state, Case c, nb::Mode mode, int ntasks) {
     state.counters["nics"] = static_cast<double>(nb::fabric_nics(l.model).size());  // planned per task too
 }
 
+// The NIC share of plan_node (issue 22): the node's fabric NICs and each GPU's nearest ones,
+// one task per GPU.
+void bm_nics(benchmark::State& state, Case c) {
+    const Loaded& l = loaded(c);
+    for (auto _ : state) {
+        const std::vector<nb::Nic> nics = nb::fabric_nics(l.model);
+        for (size_t d = 0; d < l.accs.size(); ++d) {
+            auto mine = nb::nics_for_devices(l.model, nics, l.accs, {static_cast<int>(d)});
+            benchmark::DoNotOptimize(mine.data());
+        }
+    }
+    state.counters["nics"] = static_cast<double>(nb::fabric_nics(l.model).size());
+    state.counters["gpus"] = static_cast<double>(l.accs.size());
+}
+
 void bm_find_accelerators(benchmark::State& state, Case c) {
     const Loaded& l = loaded(c);
     const nb::DeviceMatcher m = *c.match ? nb::DeviceMatcher::parse(c.match) : nb::DeviceMatcher::builtin();
@@ -263,6 +278,7 @@ int register_all() {
             }
         }
         benchmark::RegisterBenchmark(("find_accelerators/" + std::string(c.name)).c_str(), bm_find_accelerators, c);
+        benchmark::RegisterBenchmark(("nics/" + std::string(c.name)).c_str(), bm_nics, c);
         for (bool quiet : {false, true}) {
             const std::string sfx = quiet ? "/quiet" : "";
             benchmark::RegisterBenchmark(("load_xml_file/" + std::string(c.name) + sfx).c_str(), bm_load_xml_file, c,
