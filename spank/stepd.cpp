@@ -396,10 +396,13 @@ int task_init(spank_t sp, State& st) {
     for (const std::string& n : task_notes) task_stderr("warning: " + who + ": " + n);
     say_once(st, mine.warnings);
     say_once(st, applied.warnings);
+    // Before clear_variables removes the marker (NUMABIND_*): whose UCX_NET_DEVICES is it?
+    const std::optional<std::string> ucx_now = job_getenv(sp, "UCX_NET_DEVICES");
+    const std::optional<std::string> ucx_marker = ucx_now ? job_getenv(sp, kUcxMarker) : std::nullopt;
     clear_variables(sp, false);
     export_binding_env(st.decision.mode, task,
                        [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
-    export_nic_env(task, st.decision.ucx, st.decision.ucx && job_getenv(sp, "UCX_NET_DEVICES").has_value(),
+    export_nic_env(task, st.decision.ucx, ucx_now, ucx_marker,
                    [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); },
                    [sp](const char* k) { spank_unsetenv(sp, k); });
 

@@ -77,7 +77,7 @@ int guarded(char* error, size_t error_size, F&& f) {
 nlohmann::ordered_json env_json(nb::Mode mode, const nb::TaskPlan& task, bool ucx = false) {
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
     nb::export_binding_env(mode, task, [&](const char* k, const std::string& v) { env[k] = v; });
-    nb::export_nic_env(task, ucx, std::getenv("UCX_NET_DEVICES") != nullptr,
+    nb::export_nic_env(task, ucx, nb::getenv_lookup("UCX_NET_DEVICES"), nb::getenv_lookup(nb::kUcxMarker),
                        [&](const char* k, const std::string& v) { env[k] = v; }, [&](const char* k) { env[k] = nullptr; });
     return env;
 }

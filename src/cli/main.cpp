@@ -139,7 +139,7 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             if (!applied.ok) throw nb::Error(applied.error);
         }
         nb::export_binding_env(mode, task, [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); });
-        nb::export_nic_env(task, o.ucx, std::getenv("UCX_NET_DEVICES") != nullptr,
+        nb::export_nic_env(task, o.ucx, nb::getenv_lookup("UCX_NET_DEVICES"), nb::getenv_lookup(nb::kUcxMarker),
                            [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); },
                            [](const char* k) { unsetenv(k); });
         if (!task.nics.empty()) note(o, "rank " + std::to_string(task.local_rank) + ": nics " + nb::nic_names(task.nics));

@@ -132,6 +132,18 @@ def main():
         check("run --ucx rank %d: UCX_NET_DEVICES=%s" % (rank, want), out == "nics=%s ucx=%s" % (",".join(names), want), out)
         out = run(base + ["--ucx", "--", "sh", "-c", show], dict(env, UCX_NET_DEVICES="mine:1")).strip()
         check("run --ucx rank %d keeps the user's UCX_NET_DEVICES" % rank, out.endswith("ucx=mine:1"), out)
+    # A nested `numabind run --ucx` (or a step under a bound batch shell) replaces the value an
+    # outer numabind set; without --ucx it removes it; the user's own value stays.
+    r0 = [nb, "run", "--topology", this, "--mode", "node", "--ntasks", "2"]
+    n1 = ",".join(n + ":1" for n in o["gpus"]["0000:41:00.0"]["nics"])
+    out = run(r0 + ["--local-rank", "0", "--ucx", "--"] + r0 + ["--local-rank", "1", "--ucx", "--", "sh", "-c", show],
+              env).strip()
+    check("nested run --ucx: the inner task's NICs replace the outer's UCX_NET_DEVICES", out.endswith("ucx=" + n1), out)
+    out = run(r0 + ["--local-rank", "0", "--ucx", "--"] + r0 + ["--local-rank", "1", "--", "sh", "-c", show], env).strip()
+    check("nested run without --ucx: the outer's UCX_NET_DEVICES removed", out.endswith("ucx=unset"), out)
+    out = run(r0 + ["--local-rank", "0", "--ucx", "--"] + r0 + ["--local-rank", "1", "--ucx", "--", "sh", "-c", show],
+              dict(env, UCX_NET_DEVICES="mine:1")).strip()
+    check("nested run --ucx keeps the user's UCX_NET_DEVICES", out.endswith("ucx=mine:1"), out)
     bare = os.path.join(work, "bare.xml")
     run([sys.executable, gen, "-o", bare, "--gpu", "package:0", "--pci", "package:0,kind=i350"])
     out = run([nb, "run", "--topology", bare, "--mode", "node", "--ntasks", "1", "--local-rank", "0", "--ucx", "--",

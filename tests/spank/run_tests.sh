@@ -225,6 +225,10 @@ if case_on nics; then
   tasks "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,mem=none
   check "plugstack ucx=yes, one task owning both GPUs: the union in PCI order" \
     "0:$n0,$n1/0:$n0:1,$n1:1" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+  # as a task of a bound batch shell has it: numabind's own value (and marker) is replaced
+  UCX_NET_DEVICES=mlx5_9:1 NUMABIND_UCX_NET_DEVICES=mlx5_9:1 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check "plugstack ucx=yes replaces a UCX_NET_DEVICES numabind set in an outer binding" \
+    "$(want "0:$n0:1" "1:$n1:1")" "$(col "$D/out" ucx)"
   plug "topology=$ONE ucx=yes"
   NUMABIND_NICS=stale tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
   check "no fabric NIC: NUMABIND_NICS removed, UCX_NET_DEVICES not set" \

@@ -1,9 +1,13 @@
 // The NIC rule (nics.hpp) on small hand-made models: which functions are fabric NICs, and
 // the order bridge > home NUMA node > package > none. The recorded and generated servers
-// are checked against hwloc's own PCI tree by tests/unit/nics_oracle_test.py.
+// are checked against hwloc's own PCI tree by tests/cli/nics_test.py (tests/tools/nic_oracle.py).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+
 #include "numabind/accelerators.hpp"
+#include "numabind/binding.hpp"
 #include "numabind/error.hpp"
 #include "numabind/model_text.hpp"
 #include "numabind/nics.hpp"
@@ -202,4 +206,36 @@ TEST(Nics, BridgesAndNetworkDevicesSurviveTheModelText) {
     std::string old = text;
     old.replace(0, std::string("numabind-model 2").size(), "numabind-model 1");
     EXPECT_THROW(nb::model_from_text(old), nb::Error);
+}
+
+// The environment rule (binding.hpp): NUMABIND_NICS always, UCX_NET_DEVICES only with ucx and
+// only where the user has not set it; one numabind set itself (the marker says so: an outer
+// binding, a bound batch shell) is replaced or removed.
+TEST(Nics, ExportedEnvironmentKeepsTheUsersUcxAndReplacesNumabinds) {
+    nb::TaskPlan task;
+    task.nics = {{0, "mlx5_0", "0000:02:00.0", "mlx5_0:1"}, {1, "mlx5_1", "0000:03:00.0", "mlx5_1:2"}};
+    using Env = std::map<std::string, std::string>;
+    auto run = [&](const nb::TaskPlan& t, bool ucx, Env env) {
+        auto get = [&](const char* k) { return env.count(k) ? std::optional<std::string>(env[k]) : std::nullopt; };
+        nb::export_nic_env(t, ucx, get("UCX_NET_DEVICES"), get(nb::kUcxMarker),
+                           [&](const char* k, const std::string& v) { env[k] = v; }, [&](const char* k) { env.erase(k); });
+        return env;
+    };
+    EXPECT_EQ(run(task, false, {}), (Env{{"NUMABIND_NICS", "mlx5_0,mlx5_1"}}));
+    const Env ours{{"NUMABIND_NICS", "mlx5_0,mlx5_1"}, {"UCX_NET_DEVICES", "mlx5_0:1,mlx5_1:2"},
+                   {nb::kUcxMarker, "mlx5_0:1,mlx5_1:2"}};
+    EXPECT_EQ(run(task, true, {}), ours);
+    EXPECT_EQ(run(task, true, {{"UCX_NET_DEVICES", "mine:1"}}),
+              (Env{{"NUMABIND_NICS", "mlx5_0,mlx5_1"}, {"UCX_NET_DEVICES", "mine:1"}}));
+    // the user changed the value numabind had set: theirs now
+    EXPECT_EQ(run(task, true, {{"UCX_NET_DEVICES", "mine:1"}, {nb::kUcxMarker, "mlx5_9:1"}}),
+              (Env{{"NUMABIND_NICS", "mlx5_0,mlx5_1"}, {"UCX_NET_DEVICES", "mine:1"}}));
+    // inherited from an outer binding: replaced with this task's, or removed without ucx / NICs
+    EXPECT_EQ(run(task, true, {{"UCX_NET_DEVICES", "mlx5_9:1"}, {nb::kUcxMarker, "mlx5_9:1"}}), ours);
+    EXPECT_EQ(run(task, false, {{"UCX_NET_DEVICES", "mlx5_9:1"}, {nb::kUcxMarker, "mlx5_9:1"}}),
+              (Env{{"NUMABIND_NICS", "mlx5_0,mlx5_1"}}));
+    const nb::TaskPlan none;
+    EXPECT_EQ(run(none, true, {{"NUMABIND_NICS", "stale"}, {"UCX_NET_DEVICES", "mlx5_9:1"}, {nb::kUcxMarker, "mlx5_9:1"}}),
+              Env{});
+    EXPECT_EQ(run(none, true, {{"UCX_NET_DEVICES", "mine:1"}}), (Env{{"UCX_NET_DEVICES", "mine:1"}}));
 }
