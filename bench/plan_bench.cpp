@@ -50,6 +50,7 @@ std::vector<Case> cases() {
         {"gen-16gpu", gen_dir() + "/16gpu.xml", ""},              // 96 PUs, 2 NUMA, 16 GPUs
         {"gen-mi300a-tpx", gen_dir() + "/mi300a-tpx.xml", ""},    // 192 PUs, MI300A TPX: 12 logical GPUs
         {"gen-nps4", gen_dir() + "/nps4.xml", ""},                // 96 PUs, 8 NUMA, 16 L3, 4 GPUs
+        {"gen-dgx-h100", gen_dir() + "/dgx-h100.xml", ""},        // 112 PUs, 8 GPUs, 8 HCAs behind their switches
     };
     const std::vector<Case> corpus = {
         {"jsfc005", topo_dir() + "/psmgmt_topo.jsfc005.xml", ""},                 // 256 PUs, 8 NUMA, 32 L3, 1 GPU
@@ -112,6 +113,22 @@ void bm_plan(benchmark::State& state, Case c, nb::Mode mode, int ntasks) {
         benchmark::DoNotOptimize(plan.tasks.data());
     }
     state.counters["tasks"] = ntasks;
+    state.counters["gpus"] = static_cast<double>(l.accs.size());
+    state.counters["nics"] = static_cast<double>(nb::fabric_nics(l.model).size());  // planned per task too
+}
+
+// The NIC share of plan_node (issue 22): the node's fabric NICs and each GPU's nearest ones,
+// one task per GPU.
+void bm_nics(benchmark::State& state, Case c) {
+    const Loaded& l = loaded(c);
+    for (auto _ : state) {
+        const std::vector<nb::Nic> nics = nb::fabric_nics(l.model);
+        for (size_t d = 0; d < l.accs.size(); ++d) {
+            auto mine = nb::nics_for_devices(l.model, nics, l.accs, {static_cast<int>(d)});
+            benchmark::DoNotOptimize(mine.data());
+        }
+    }
+    state.counters["nics"] = static_cast<double>(nb::fabric_nics(l.model).size());
     state.counters["gpus"] = static_cast<double>(l.accs.size());
 }
 
@@ -261,6 +278,7 @@ int register_all() {
             }
         }
         benchmark::RegisterBenchmark(("find_accelerators/" + std::string(c.name)).c_str(), bm_find_accelerators, c);
+        benchmark::RegisterBenchmark(("nics/" + std::string(c.name)).c_str(), bm_nics, c);
         for (bool quiet : {false, true}) {
             const std::string sfx = quiet ? "/quiet" : "";
             benchmark::RegisterBenchmark(("load_xml_file/" + std::string(c.name) + sfx).c_str(), bm_load_xml_file, c,

@@ -24,7 +24,7 @@ def span(a, b):
 
 
 def model(nodes, cores_per_node, smt, gpus_per_node, machine_gpu=False, distances=True):
-    lines = ["numabind-model 1", "cache_level L3"]
+    lines = ["numabind-model 2", "cache_level L3"]
     ncores = nodes * cores_per_node
     for c in range(ncores):
         pus = ",".join(str(c + k * ncores) for k in range(smt))
@@ -41,10 +41,17 @@ def model(nodes, cores_per_node, smt, gpus_per_node, machine_gpu=False, distance
     for n in range(nodes):
         for g in range(gpus_per_node):
             pus = span(n * cores_per_node, (n + 1) * cores_per_node - 1)
-            lines.append("pci 0000:%02x:00.0 4318 8322 770 0 %d %s nvidia%d NVIDIA A100" % (bus, n, pus, n * gpus_per_node + g))
+            i = n * gpus_per_node + g
+            lines.append("pci 0000:%02x:00.0 4318 8322 770 0 %d %s nvidia%d %d,%d NVIDIA A100" % (bus, n, pus, i, 2 * i, 2 * i + 1))
+            # its HCA behind the same switch (bridges 2i, 2i+1), with an RDMA device and an IB port
+            lines.append("pci 0000:%02x:00.0 5555 4123 519 0 %d %s ib%d,mlx5_%d %d,%d ConnectX-6" % (bus + 1, n, pus, i, i, 2 * i, 2 * i + 1))
+            lines.append("net 0 - - ib%d" % i)
+            lines.append("net 1 1=4,2=1 - mlx5_%d" % i)
             bus += 4
     if machine_gpu:
-        lines.append("pci 0000:c1:00.0 4098 29631 896 1 -1 - card0,renderD128 AMD MI250")
+        lines.append("pci 0000:c1:00.0 4098 29631 896 1 -1 - card0,renderD128 - AMD MI250")
+        lines.append("pci 0000:c2:00.0 6107 1281 512 1 -1 - hsi0 - Cassini")
+        lines.append("net 0 - Slingshot hsi0")
     if distances:
         for a in range(nodes):
             for b in range(nodes):

@@ -22,12 +22,12 @@ std::optional<bool> parse_bool(std::string_view v) {
 constexpr const char* kSiteKeys =
     "default=<mode>, mem=<policy>, fallback=warn|fail, verbose[=yes|no|2], devices=<match spec>, "
     "topology=<hwloc xml>, device_files=<path>[,<path>...], respect_user_bind=yes|no "
-    "(alias respect_cpu_bind), batch_step=yes|no";
+    "(alias respect_cpu_bind), batch_step=yes|no, ucx=yes|no";
 
 }  // namespace
 
 std::string option_help() {
-    return std::string("<mode>[,verbose[=2]][,mem=<policy>] with mode one of ") + kModeChoices +
+    return std::string("<mode>[,verbose[=2]][,mem=<policy>][,ucx] with mode one of ") + kModeChoices +
            " and policy one of " + kMemPolicyChoices;
 }
 
@@ -41,7 +41,7 @@ UserChoice parse_option_value(std::string_view value) {
         c.mode = parse_mode(items[0]);
     } catch (const UsageError&) {
         throw UsageError("invalid --numa-binding mode " + quoted(items[0]) + " in " + q +
-                         " (valid modes: " + kModeChoices + "; flags: verbose, verbose=2, mem=prefer|bind|interleave|none)");
+                         " (valid modes: " + kModeChoices + "; flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx)");
     }
     bool seen_verbose = false;
     for (size_t i = 1; i < items.size(); ++i) {
@@ -49,6 +49,8 @@ UserChoice parse_option_value(std::string_view value) {
         if ((item == "verbose" || item == "verbose=1" || item == "verbose=2") && !seen_verbose) {
             c.verbose_level = item == "verbose=2" ? 2 : 1;
             seen_verbose = true;
+        } else if (item == "ucx" && !c.ucx) {
+            c.ucx = true;
         } else if (item.rfind("mem=", 0) == 0 && !c.mem) {
             try {
                 c.mem = parse_mem_policy(item.substr(4));
@@ -58,7 +60,7 @@ UserChoice parse_option_value(std::string_view value) {
             }
         } else {
             throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q +
-                             " (valid flags, each at most once: verbose, verbose=2, mem=prefer|bind|interleave|none)");
+                             " (valid flags, each at most once: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx)");
         }
     }
     return c;
@@ -129,6 +131,10 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
             auto b = parse_bool(value);
             if (!b) throw bad("yes, no");
             s.respect_user_bind = *b;
+        } else if (key == "ucx") {
+            auto b = parse_bool(value);
+            if (!b) throw bad("yes, no");
+            s.ucx = *b;
         } else if (key == "batch_step") {
             auto b = parse_bool(value);
             if (!b) throw bad("yes, no");

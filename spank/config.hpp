@@ -18,11 +18,12 @@ inline constexpr const char* kOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_numab
 // One line that lists every accepted form of the option value.
 std::string option_help();
 
-// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>]
+// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>][,ucx]
 struct UserChoice {
     Mode mode = Mode::None;
     std::optional<MemPolicy> mem;  // unset: site default
     int verbose_level = 0;         // verbose: 1 (one line per task), verbose=2: with timings and sources
+    bool ucx = false;              // ucx: UCX_NET_DEVICES from the task's nearest NICs
 };
 // Throws UsageError with one line naming the bad item and the valid choices.
 UserChoice parse_option_value(std::string_view value);
@@ -45,6 +46,7 @@ struct SiteConfig {
     // (respect_user_bind=, also accepted under its old name respect_cpu_bind=).
     bool respect_user_bind = true;
     bool batch_step = false;  // also the interactive step (use_interactive_step)
+    bool ucx = false;         // ucx=yes: every bound step sets UCX_NET_DEVICES (unless the user did)
 };
 // Strict: an unknown key, a repeated key or a bad value throws UsageError naming it.
 SiteConfig parse_site_config(const std::vector<std::string>& args);

@@ -40,6 +40,7 @@ StepDecision decide_step(const SiteConfig& site, const StepFacts& f) {
     d.mode = f.option_given ? f.choice.mode : site.default_mode;
     d.mem = f.option_given && f.choice.mem ? *f.choice.mem : site.mem;
     d.one_thread_per_core = f.hint_nomultithread;
+    d.ucx = site.ucx || (f.option_given && f.choice.ucx);
     if (d.mode == Mode::None) {
         d.action = f.option_given ? A::ExplicitNone : A::Unbound;
         return d;

@@ -47,6 +47,7 @@ struct StepDecision {
     bool verbose = false;
     bool detail = false;               // second verbosity level: timings, sources
     bool one_thread_per_core = false;  // --hint=nomultithread
+    bool ucx = false;                  // set UCX_NET_DEVICES (srun ,ucx or plugstack ucx=yes)
     // Said once per step: why the step is not bound (verbose only), or the option error.
     std::string message;
 };

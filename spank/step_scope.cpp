@@ -11,7 +11,8 @@ namespace numabind::spank {
 namespace {
 
 constexpr const char* kVariables[] = {"NUMABIND_MODE",   "NUMABIND_CPUS",    "NUMABIND_MEMS",      "NUMABIND_MEM_POLICY",
-                                      "NUMABIND_DEVICE", "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI"};
+                                      "NUMABIND_DEVICE", "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI", "NUMABIND_NICS",
+                                      "NUMABIND_UCX_NET_DEVICES"};
 
 bool set_and_nonempty(const std::optional<std::string>& v) { return v && !v->empty(); }
 

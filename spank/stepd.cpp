@@ -396,9 +396,15 @@ int task_init(spank_t sp, State& st) {
     for (const std::string& n : task_notes) task_stderr("warning: " + who + ": " + n);
     say_once(st, mine.warnings);
     say_once(st, applied.warnings);
+    // Before clear_variables removes the marker (NUMABIND_*): whose UCX_NET_DEVICES is it?
+    const std::optional<std::string> ucx_now = job_getenv(sp, "UCX_NET_DEVICES");
+    const std::optional<std::string> ucx_marker = ucx_now ? job_getenv(sp, kUcxMarker) : std::nullopt;
     clear_variables(sp, false);
     export_binding_env(st.decision.mode, task,
                        [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
+    export_nic_env(task, st.decision.ucx, ucx_now, ucx_marker,
+                   [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); },
+                   [sp](const char* k) { spank_unsetenv(sp, k); });
 
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
@@ -407,6 +413,7 @@ int task_init(spank_t sp, State& st) {
         line += ", CPUs " + task.cpus.to_string() + ", memory ";
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
                                                                  : to_string(task.mem) + " " + join(task.mems);
+        if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
         if (st.decision.detail) {
             const auto t_end = Clock::now();
             line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +

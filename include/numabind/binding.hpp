@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,33 @@ void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
     for (int d : task.devices) devices += (devices.empty() ? "" : ",") + std::to_string(d);
     set("NUMABIND_DEVICES", devices);
     set("NUMABIND_DEVICE_PCI", task.device ? task.device->pci : std::string());
+}
+
+// Where numabind keeps the UCX_NET_DEVICES value it set itself: a value equal to it was
+// inherited from an outer binding (a bound batch shell, a nested `numabind run`), not the user's.
+inline constexpr const char* kUcxMarker = "NUMABIND_UCX_NET_DEVICES";
+
+// NUMABIND_NICS: the task's nearest fabric NICs ("mlx5_0,mlx5_1"), removed when it has none.
+// With `ucx` (opt-in) also UCX_NET_DEVICES ("mlx5_0:1,mlx5_1:1") and its marker, unless the
+// user has set it or there is no NIC to name; one numabind set before is replaced or removed.
+// `current`/`marker`: UCX_NET_DEVICES and kUcxMarker as the task's environment has them now.
+// NCCL is left alone: it picks the NIC nearest each GPU by PCI distance itself.
+template <typename Setter, typename Unsetter>
+void export_nic_env(const TaskPlan& task, bool ucx, const std::optional<std::string>& current,
+                    const std::optional<std::string>& marker, Setter&& set, Unsetter&& unset) {
+    const bool users = current && (!marker || *current != *marker);
+    if (task.nics.empty()) unset("NUMABIND_NICS");
+    else set("NUMABIND_NICS", nic_names(task.nics));
+    if (users) {
+        if (marker) unset(kUcxMarker);
+    } else if (ucx && !task.nics.empty()) {
+        const std::string value = ucx_net_devices(task.nics);
+        set("UCX_NET_DEVICES", value);
+        set(kUcxMarker, value);
+    } else if (marker) {
+        if (current) unset("UCX_NET_DEVICES");
+        unset(kUcxMarker);
+    }
 }
 
 // What the process currently has (for `numabind show`).

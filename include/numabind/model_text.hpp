@@ -4,13 +4,14 @@
 // vectors allocates, and an allocation failure is an ordinary std::bad_alloc (a JSON tree's
 // destructor allocates, and would end slurmstepd).
 //
-//   numabind-model 1
+//   numabind-model 2
 //   cache_level <name>
 //   core <pus> <l3 index> <package index>
 //   l3 <pus>
 //   package <os index> <pus>
 //   numa <os index> <pus|-> <locality|-> <subtype, rest of line>
-//   pci <address> <vendor> <device> <class> <machine level 0|1> <l3 index> <locality|-> <os devices a,b|-> <name, rest of line>
+//   pci <address> <vendor> <device> <class> <machine level 0|1> <l3 index> <locality|-> <os devices a,b|-> <bridges a,b|-> <name, rest of line>
+//   net <rdma 0|1> <ports n=state,...|-> <subtype|-> <name, rest of line>   (of the pci line above)
 //   distance <from os> <to os> <value>
 //   end <lines before this one> <FNV-1a 64 of the text before this line, 16 hex digits>
 // The end line makes a file cut short (even at a line boundary) or changed an error, not a

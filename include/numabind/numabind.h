@@ -50,6 +50,8 @@ typedef struct numabind_result numabind_result;
  *                 with "bound": false, the reason in "error" and "error_kind" ("no_accelerator":
  *                 none found or none visible; "error": anything else) (NUMABIND_MODE=none is set)
  *   migrate       0 (default) or 1: move the pages already resident to the home node(s)
+ *   ucx           0 (default) or 1: also set UCX_NET_DEVICES to the task's nearest fabric NICs
+ *                 unless the user set it (NUMABIND_NICS and the result's "nics" always)
  * numabind_options_set returns NUMABIND_USAGE for an unknown key (values are checked by bind). */
 numabind_options *numabind_options_new(void);
 int numabind_options_set(numabind_options *options, const char *key, const char *value, char *error,

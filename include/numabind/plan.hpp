@@ -9,6 +9,7 @@
 
 #include "numabind/accelerators.hpp"
 #include "numabind/idset.hpp"
+#include "numabind/nics.hpp"
 #include "numabind/topology.hpp"
 
 namespace numabind {
@@ -58,6 +59,8 @@ struct TaskPlan {
     IdSet cpus;
     std::vector<int> mems;  // OS NUMA indexes
     MemPolicy mem = MemPolicy::None;
+    // The fabric NICs nearest its devices (nics.hpp), in PCI order; none without devices.
+    std::vector<Nic> nics;
     std::vector<std::string> warnings;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,16 @@ struct NumaNode {
     bool has_cpus() const { return !pus.empty(); }
 };
 
+// A network OS device of a PCI function: hwloc's OpenFabrics (RDMA verbs: mlx5_0, hfi1_0,
+// an EFA device) and Network (ib0, hsi0) kinds, which is what the NIC rule (nics.hpp) needs.
+struct NetDevice {
+    std::string name;
+    bool rdma = false;    // OpenFabrics
+    std::string subtype;  // hwloc subtype ("Slingshot"), may be empty
+    // RDMA ports hwloc lists (info Port<N>State), as (port number, state); 4 is ACTIVE.
+    std::vector<std::pair<int, int>> ports;
+};
+
 // A PCI function as found in the topology, before accelerator matching.
 struct PciDevice {
     std::string address;  // "dddd:bb:dd.f"
@@ -47,6 +58,11 @@ struct PciDevice {
     bool machine_level = false;  // first non-I/O ancestor is the machine root
     int l3 = -1;                 // L3 group the device hangs below, -1 when none
     std::vector<std::string> os_devices;  // e.g. "cuda0", "rsmi3"
+    // The PCI bridges above it, from the host bridge down to its parent, as indexes unique
+    // within the topology (hwloc's logical index of the bridge): two functions share the
+    // bridges of their common prefix.
+    std::vector<int> bridges;
+    std::vector<NetDevice> net_devices;
 };
 
 struct Topology {

@@ -216,7 +216,10 @@ def _sync_environ(env: Optional[Dict[str, str]]) -> None:
     # The library setenv()s in C; os.environ is Python's own copy (what subprocess and
     # multiprocessing children get), so update it too.
     for k, v in (env or {}).items():
-        os.environ[k] = v
+        if v is None:  # removed by the library (NUMABIND_NICS when the task has no NIC)
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 # ---- thread pools ----
@@ -283,7 +286,8 @@ def version() -> str:
 def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: Mode = "node", mem: str = "prefer",
          devices: Optional[IntList] = None, device_match: Optional[str] = None, topology: Optional[PathLike] = None,
          migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
-         rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True) -> Dict[str, Any]:
+         rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True,
+         ucx: bool = False) -> Dict[str, Any]:
     """Binds every thread of this process to its task's share of the node, as `numabind run`
     would plan it. Returns a dict: bound, mode, local_rank, cpus, mems, mem_policy, device,
     devices, threads, threads_mem_policy, pages_moved (with migrate=True), warnings, env,
@@ -294,10 +298,12 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     mode: none, node, socket, exclusive, core-complex (or torch's AffinityMode);
     within_affinity=True: stay inside this thread's current affinity (taskset, a launcher's
     pinning) instead of the whole cpuset; thread_pools=False: leave OMP_NUM_THREADS and
-    torch's intra-op pool alone."""
+    torch's intra-op pool alone; ucx=True: also UCX_NET_DEVICES from the task's nearest fabric
+    NICs ("nics"; NUMABIND_NICS is always set), unless already set."""
     values = _options(local_rank, ntasks, mode, mem, devices, device_match, topology, allowed_cpus, rank_source,
                       within_affinity)
     values["migrate"] = "1" if _bool("migrate", migrate) else "0"
+    values["ucx"] = "1" if _bool("ucx", ucx) else "0"
     fallback = _choice("fallback", fallback, ("fail", "warn"))
     _bool("thread_pools", thread_pools)
     values["fallback"] = "warn"  # the library reports every failure; which ones raise is decided here
@@ -340,7 +346,7 @@ def plan(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
          migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
          rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True) -> Dict[str, Any]:
     """What `numabind plan --json` prints for bind()'s arguments: {"mode", "tasks": [{"local_rank",
-    "device", "devices", "cpus", "mems", "mem_policy", "warnings"}], "warnings"}. Applies nothing
+    "device", "devices", "cpus", "mems", "mem_policy", "nics", "warnings"}], "warnings"}. Applies nothing
     and works on any topology XML (another machine's: the XML's own CPUs are the allowed ones
     unless allowed_cpus is given). ntasks defaults to the launcher's variables. With local_rank,
     "local_rank" names this process's entry of "tasks". devices is the only source of the visible

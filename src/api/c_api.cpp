@@ -29,6 +29,7 @@ struct numabind_options {
     nb::TaskRequest request;
     std::string fallback = "fail";
     bool migrate = false;
+    bool ucx = false;  // UCX_NET_DEVICES from the task's nearest NICs
 };
 
 struct numabind_result {
@@ -72,14 +73,20 @@ int guarded(char* error, size_t error_size, F&& f) {
     }
 }
 
-nlohmann::ordered_json env_json(nb::Mode mode, const nb::TaskPlan& task) {
+// null: a variable removed (NUMABIND_NICS when the task has no NIC).
+nlohmann::ordered_json env_json(nb::Mode mode, const nb::TaskPlan& task, bool ucx = false) {
     nlohmann::ordered_json env = nlohmann::ordered_json::object();
     nb::export_binding_env(mode, task, [&](const char* k, const std::string& v) { env[k] = v; });
+    nb::export_nic_env(task, ucx, nb::getenv_lookup("UCX_NET_DEVICES"), nb::getenv_lookup(nb::kUcxMarker),
+                       [&](const char* k, const std::string& v) { env[k] = v; }, [&](const char* k) { env[k] = nullptr; });
     return env;
 }
 
 void setenv_all(const nlohmann::ordered_json& env) {
-    for (auto it = env.begin(); it != env.end(); ++it) setenv(it.key().c_str(), it.value().get<std::string>().c_str(), 1);
+    for (auto it = env.begin(); it != env.end(); ++it) {
+        if (it.value().is_null()) unsetenv(it.key().c_str());
+        else setenv(it.key().c_str(), it.value().get<std::string>().c_str(), 1);
+    }
 }
 
 numabind_result* make_result(const nlohmann::ordered_json& j, int threads, long moved) {
@@ -141,13 +148,16 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
         } else if (k == "fallback") {
             if (v != "fail" && v != "warn") throw nb::UsageError("invalid fallback '" + v + "' (valid: fail, warn)");
             o->fallback = v;
+        } else if (k == "ucx") {
+            if (v != "0" && v != "1") throw nb::UsageError("invalid ucx '" + v + "' (valid: 0, 1)");
+            o->ucx = v == "1";
         } else if (k == "migrate") {
             if (v != "0" && v != "1") throw nb::UsageError("invalid migrate '" + v + "' (valid: 0, 1)");
             o->migrate = v == "1";
         } else {
             throw nb::UsageError("unknown option '" + k +
                                  "' (valid: mode, mem, local_rank, ntasks, devices, device_match, topology, "
-                                 "allowed_cpus, rank_source, fallback, migrate)");
+                                 "allowed_cpus, rank_source, fallback, migrate, ucx)");
         }
         return NUMABIND_OK;
     });
@@ -182,7 +192,7 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
                 for (const std::string& w : b.warnings) warnings.push_back(w);
                 if (!b.ok) throw nb::Error(b.error);
             }
-            nlohmann::ordered_json env = env_json(mode, task);
+            nlohmann::ordered_json env = env_json(mode, task, opts.ucx);
             setenv_all(env);
             if (mode != nb::Mode::None) nb::publish_plan_marker(nb::to_string(mode), task);
             j = {{"bound", mode != nb::Mode::None},
@@ -198,6 +208,9 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
                  {"devices", task.devices},
                  {"device_pci", task.device ? task.device->pci : std::string()}};
             j.update(binding_json(b));
+            nlohmann::ordered_json nics = nlohmann::ordered_json::array();
+            for (const nb::Nic& n : task.nics) nics.push_back({{"name", n.name}, {"pci", n.pci}});
+            j["nics"] = nics;
             j["warnings"] = warnings;
             j["env"] = env;
             if (result) *result = make_result(j, b.threads, b.pages_moved);

@@ -90,6 +90,7 @@ struct Options : nb::TaskRequest {
     std::string pid;       // show --pid
     bool threads = false;  // show --threads
     std::string draw;      // plan/show --draw FILE
+    bool ucx = false;      // run --ucx: UCX_NET_DEVICES from the task's nearest NICs
 };
 
 void note(const Options& o, const std::string& msg) {
@@ -138,6 +139,10 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             if (!applied.ok) throw nb::Error(applied.error);
         }
         nb::export_binding_env(mode, task, [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); });
+        nb::export_nic_env(task, o.ucx, nb::getenv_lookup("UCX_NET_DEVICES"), nb::getenv_lookup(nb::kUcxMarker),
+                           [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); },
+                           [](const char* k) { unsetenv(k); });
+        if (!task.nics.empty()) note(o, "rank " + std::to_string(task.local_rank) + ": nics " + nb::nic_names(task.nics));
         note(o, "rank " + std::to_string(task.local_rank) + ": device" + (task.devices.size() > 1 ? "s " : " ") +
                     (task.device ? nb::join(task.devices) + " (first " + task.device->pci + ")" : "-") +
                     ", cpus " + task.cpus.to_string() + ", mems " + nb::join(task.mems) + " (" +
@@ -154,6 +159,7 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
         }
         std::cerr << "numabind: warning: " << failure << "; running unbound (--fallback warn)\n";
         setenv("NUMABIND_MODE", "none", 1);
+        unsetenv("NUMABIND_NICS");
     }
     exec_program(program);
 }
@@ -291,6 +297,7 @@ int main(int argc, char** argv) {
     run->add_option("--rank-source", o.rank_source, "where the local rank comes from: auto (default), env, pmix");
     run->add_option("--cpus-per-task", o.cpus_per_task,
                     "no task gets fewer CPUs: its GPU's node, then the nearest (default under srun: $SLURM_CPUS_PER_TASK)");
+    run->add_flag("--ucx", o.ucx, "also set UCX_NET_DEVICES to the task's nearest fabric NICs (unless already set)");
     run->add_flag("-v,--verbose", o.verbose, "say which sources were used and the binding");
     add_topology(run);
 

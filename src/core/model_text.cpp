@@ -10,7 +10,7 @@ namespace numabind {
 
 namespace {
 
-constexpr std::string_view kHeader = "numabind-model 1";
+constexpr std::string_view kHeader = "numabind-model 2";  // 2: PCI bridges, network devices
 constexpr std::string_view kEnd = "end ";
 
 // FNV-1a 64 (offset basis 0xcbf29ce484222325, prime 0x100000001b3).
@@ -60,6 +60,23 @@ std::string devices_text(const std::vector<std::string>& v) {
     std::string out;
     for (const std::string& d : v) out += (out.empty() ? "" : ",") + d;
     return out.empty() ? "-" : out;
+}
+
+std::string ints_text(const std::vector<int>& v) {
+    std::string out;
+    for (int i : v) out += (out.empty() ? "" : ",") + std::to_string(i);
+    return out.empty() ? "-" : out;
+}
+
+// <rdma 0|1> <ports n=state,...|-> <subtype|-> <name, rest of line>
+std::string net_text(const NetDevice& n) {
+    std::string ports;
+    for (const auto& [port, state] : n.ports)
+        ports += (ports.empty() ? "" : ",") + std::to_string(port) + "=" + std::to_string(state);
+    std::string subtype = n.subtype.empty() ? "-" : n.subtype;
+    for (char& c : subtype)
+        if (c == ' ' || c == '\n' || c == '\r') c = '_';
+    return std::string(n.rdma ? "1" : "0") + " " + (ports.empty() ? "-" : ports) + " " + subtype + " " + one_line(n.name);
 }
 
 // Fields of one line: `n` words, then (with rest) what is left of the line.
@@ -133,10 +150,13 @@ std::string model_to_text(const Topology& m) {
     for (const NumaNode& n : m.numa_nodes)
         out += "numa " + std::to_string(n.os_index) + " " + set_text(n.pus) + " " + set_text(n.locality) + " " +
                one_line(n.subtype) + "\n";
-    for (const PciDevice& d : m.pci_devices)
+    for (const PciDevice& d : m.pci_devices) {
         out += "pci " + d.address + " " + std::to_string(d.vendor) + " " + std::to_string(d.device) + " " +
                std::to_string(d.class_id) + " " + (d.machine_level ? "1" : "0") + " " + std::to_string(d.l3) + " " +
-               set_text(d.locality) + " " + devices_text(d.os_devices) + " " + one_line(d.name) + "\n";
+               set_text(d.locality) + " " + devices_text(d.os_devices) + " " + ints_text(d.bridges) + " " +
+               one_line(d.name) + "\n";
+        for (const NetDevice& n : d.net_devices) out += "net " + net_text(n) + "\n";
+    }
     for (const auto& [from_to, d] : m.distances)
         out += "distance " + std::to_string(from_to.first) + " " + std::to_string(from_to.second) + " " +
                std::to_string(d) + "\n";
@@ -223,9 +243,53 @@ Topology model_from_text(std::string_view whole, const ModelLimits& limits) {
                     s = e + 1;
                 }
             }
+            const std::string_view bridges = l.word();
+            if (bridges != "-") {
+                size_t s = 0;
+                while (s <= bridges.size()) {
+                    size_t e = bridges.find(',', s);
+                    if (e == std::string_view::npos) e = bridges.size();
+                    Line item{bridges.substr(s, e - s), 0, number, &limits};
+                    const int b = item.integer();
+                    if (b < 0) l.fail("a bridge index is negative");
+                    if (d.bridges.size() >= 256) l.fail("more than 256 bridges above one PCI function");
+                    d.bridges.push_back(b);
+                    s = e + 1;
+                }
+            }
             d.name = std::string(l.rest());
             if (m.pci_devices.size() >= limits.max_pci) too_many("PCI devices", limits.max_pci);
             m.pci_devices.push_back(std::move(d));
+        } else if (kind == "net") {
+            if (m.pci_devices.empty()) l.fail("a network device before any PCI function");
+            PciDevice& d = m.pci_devices.back();
+            NetDevice n;
+            const int rdma = l.integer();
+            if (rdma != 0 && rdma != 1) l.fail("rdma is neither 0 nor 1");
+            n.rdma = rdma == 1;
+            const std::string_view ports = l.word();
+            if (ports != "-") {
+                size_t s = 0;
+                while (s <= ports.size()) {
+                    size_t e = ports.find(',', s);
+                    if (e == std::string_view::npos) e = ports.size();
+                    const std::string_view item = ports.substr(s, e - s);
+                    const size_t eq = item.find('=');
+                    if (eq == std::string_view::npos) l.fail("port '" + std::string(item.substr(0, 32)) + "' is not N=STATE");
+                    Line p{item.substr(0, eq), 0, number, &limits}, st{item.substr(eq + 1), 0, number, &limits};
+                    const int port = p.integer(), state = st.integer();
+                    if (port < 0 || port > 255 || state < 0 || state > 255) l.fail("port or state out of range");
+                    if (n.ports.size() >= 256) l.fail("more than 256 ports");
+                    n.ports.emplace_back(port, state);
+                    s = e + 1;
+                }
+            }
+            const std::string_view subtype = l.word();
+            if (subtype != "-") n.subtype = std::string(subtype);
+            n.name = std::string(l.rest());
+            if (n.name.empty()) l.fail("a network device without a name");
+            if (d.net_devices.size() >= 256) l.fail("more than 256 network devices on one PCI function");
+            d.net_devices.push_back(std::move(n));
         } else if (kind == "distance") {
             const int from = l.node(), to = l.node(), d = l.integer();
             l.end();

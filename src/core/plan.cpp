@@ -654,6 +654,11 @@ NodePlan plan_node(const Topology& topo, const std::vector<Accelerator>& acceler
         plan.tasks[r].devices = devices[r];
         if (!devices[r].empty()) plan.tasks[r].device = &plan.accelerators[devices[r].front()];
     }
+    // NICs follow the devices alone (in every mode, none included); a bad device index is
+    // skipped here and refused below.
+    const std::vector<Nic> nics = fabric_nics(topo);
+    if (!nics.empty())
+        for (TaskPlan& t : plan.tasks) t.nics = nics_for_devices(topo, nics, accelerators, t.devices);
     if (req.mode == Mode::None) {
         for (TaskPlan& t : plan.tasks) t.cpus = allowed;
         return plan;

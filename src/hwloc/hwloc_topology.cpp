@@ -43,6 +43,25 @@ std::string pci_address(hwloc_obj_t obj) {
     return buf;
 }
 
+// An OpenFabrics device lists its ports as infos Port<N>State (4 = ACTIVE), Port<N>LID...
+NetDevice net_device(hwloc_obj_t osdev, bool rdma) {
+    NetDevice n;
+    n.name = osdev->name;
+    n.rdma = rdma;
+    if (osdev->subtype) n.subtype = osdev->subtype;
+    for (unsigned i = 0; i < osdev->infos_count; ++i) {
+        const char* key = osdev->infos[i].name;
+        const char* value = osdev->infos[i].value;
+        if (!key || !value || std::strncmp(key, "Port", 4) != 0) continue;
+        char* end = nullptr;
+        const long port = std::strtol(key + 4, &end, 10);
+        if (end == key + 4 || std::strcmp(end, "State") != 0 || port < 0 || port > 255) continue;
+        const long state = std::strtol(value, nullptr, 10);
+        n.ports.emplace_back(static_cast<int>(port), static_cast<int>(state < 0 || state > 255 ? 0 : state));
+    }
+    return n;
+}
+
 bool is_l3(hwloc_obj_t obj) { return obj->type == HWLOC_OBJ_L3CACHE; }
 
 void build_model(hwloc_topology_t t, Topology& m) {
@@ -145,8 +164,16 @@ void build_model(hwloc_topology_t t, Topology& m) {
             }
         }
         if (cache_type != HWLOC_OBJ_L3CACHE) d.l3 = -1;
-        for (hwloc_obj_t c = p->io_first_child; c; c = c->next_sibling)
-            if (c->type == HWLOC_OBJ_OS_DEVICE && c->name) d.os_devices.push_back(c->name);
+        for (hwloc_obj_t c = p->io_first_child; c; c = c->next_sibling) {
+            if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
+            d.os_devices.push_back(c->name);
+            const auto kind = c->attr->osdev.type;
+            if (kind == HWLOC_OBJ_OSDEV_OPENFABRICS || kind == HWLOC_OBJ_OSDEV_NETWORK)
+                d.net_devices.push_back(net_device(c, kind == HWLOC_OBJ_OSDEV_OPENFABRICS));
+        }
+        // Bridge ancestry, host bridge first: what "sharing a PCIe switch" is decided on.
+        for (hwloc_obj_t a = p->parent; a && a->type == HWLOC_OBJ_BRIDGE; a = a->parent)
+            d.bridges.insert(d.bridges.begin(), static_cast<int>(a->logical_index));
         m.pci_devices.push_back(d);
     }
 }

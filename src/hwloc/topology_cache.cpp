@@ -414,13 +414,13 @@ std::string node_model_key(const std::string& xml_path) {
     if (!hwloc_environment().bypass.empty()) return {};
     const std::string what = xml_path.empty() ? topology_cache_key() : xml_file_key(xml_path);
     if (what.empty() || what.find('\n') != std::string::npos) return {};
-    return "numabind-model 1; " + what;
+    return "numabind-model 2; " + what;
 }
 
 namespace {
 
 constexpr const char* kModelPrefix = "model-";
-constexpr const char* kModelKeyTag = "numabind-model 1; ";
+constexpr const char* kModelKeyTag = "numabind-model 2; ";
 
 std::string model_path(const TopologyCacheOptions& o, const std::string& key) {
     return o.dir + "/" + kModelPrefix + hex64(fnv1a(key)) + ".txt";

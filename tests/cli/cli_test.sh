@@ -90,7 +90,7 @@ assert list(d) == ["mode", "tasks", "warnings"], list(d)
 assert d["mode"] == "exclusive"
 assert len(d["tasks"]) == 8
 for r, t in enumerate(d["tasks"]):
-    assert list(t) == ["local_rank", "device", "devices", "cpus", "mems", "mem_policy", "warnings"], list(t)
+    assert list(t) == ["local_rank", "device", "devices", "cpus", "mems", "mem_policy", "nics", "warnings"], list(t)
     assert t["devices"] == [t["device"]["index"]], t
     assert t["local_rank"] == r
     assert set(t["device"]) == {"index", "pci"} and len(t["device"]["pci"]) == 12

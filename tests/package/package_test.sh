@@ -324,7 +324,7 @@ plan = {}
 for m in modes:
     for line in open(f"{work}/{m}.plan"):
         f = line.split()
-        if len(f) == 6 and f[0].isdigit():
+        if len(f) in (6, 7) and f[0].isdigit():  # 7: with the nics column
             plan[(m, int(f[0]))] = (int(f[1]), f[3], f[5])  # gpu, mems, cpus
 bad = 0
 for doc in docs:

@@ -136,3 +136,20 @@ TEST(SpankLogText, QuotedAndLogSafe) {
     EXPECT_EQ(log_safe("\xc3\xa9"), "\\xc3\\xa9");
     EXPECT_EQ(log_safe(std::string(2000, 'y')).size(), kMaxLogLine + 3);
 }
+
+// issue 22: the ucx flag (srun ,ucx) and plugstack ucx=yes|no.
+TEST(SpankOption, UcxFlag) {
+    EXPECT_FALSE(parse_option_value("node").ucx);
+    EXPECT_TRUE(parse_option_value("node,ucx").ucx);
+    EXPECT_TRUE(parse_option_value("exclusive,verbose,ucx,mem=bind").ucx);
+    const std::string e = usage_error([] { parse_option_value("node,ucx,ucx"); });
+    EXPECT_NE(e.find("'ucx'"), std::string::npos) << e;
+    EXPECT_NE(e.find("ucx)"), std::string::npos) << e;  // named among the valid flags
+    EXPECT_NE(usage_error([] { parse_option_value("node,ucx=1"); }), "(no error)");
+    EXPECT_FALSE(parse_site_config({}).ucx);
+    EXPECT_TRUE(parse_site_config({"ucx=yes"}).ucx);
+    EXPECT_FALSE(parse_site_config({"ucx=no"}).ucx);
+    const std::string s = usage_error([] { parse_site_config({"ucx=maybe"}); });
+    EXPECT_NE(s.find("'maybe'"), std::string::npos) << s;
+    EXPECT_NE(s.find("yes, no"), std::string::npos) << s;
+}

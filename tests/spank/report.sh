@@ -3,7 +3,7 @@
 #   R <tag> rank=<global> local=<local> node=<node> cvd=<CUDA_VISIBLE_DEVICES> cpus=<Cpus_allowed_list>
 #     cgcpus=<cgroup cpuset> mem=<policy>:<nodes> mode=<NUMABIND_MODE> dev=<NUMABIND_DEVICE> cpusenv=<NUMABIND_CPUS>
 #     devs=<NUMABIND_DEVICES> opens=<fake GPUs open(2) lets it open> uses=<CUDA_VISIBLE_DEVICES over those>
-#     home=<PUs local to the used GPUs> inhome=yes|no|nohome|-
+#     home=<PUs local to the used GPUs> inhome=yes|no|nohome|- nics=<NUMABIND_NICS> ucx=<UCX_NET_DEVICES>
 # CPUs are read back from /proc/self/status, the memory policy with get_mempolicy(2).
 # With NBPROBE_DEVDIR (fake GPU files DIR/<node>/nvidiaN, N = PCI order) and NBPROBE_HOMES
 # (the PUs local to each of them, "|"-separated in PCI order, from hwloc-calc on the node's
@@ -75,9 +75,10 @@ if devdir:
             inhome = "nohome" if idlist(cpus) <= allowed else "no"
         else:
             inhome = "yes" if idlist(cpus) <= pus else "no"
-print("R %s rank=%s local=%s node=%s cvd=%s cpus=%s cgcpus=%s mem=%s mode=%s dev=%s cpusenv=%s pmix=%s devs=%s opens=%s uses=%s home=%s inhome=%s" % (
+print("R %s rank=%s local=%s node=%s cvd=%s cpus=%s cgcpus=%s mem=%s mode=%s dev=%s cpusenv=%s pmix=%s devs=%s opens=%s uses=%s home=%s inhome=%s nics=%s ucx=%s" % (
     tag, e.get("SLURM_PROCID", "?"), e.get("SLURM_LOCALID", "?"), e.get("SLURMD_NODENAME", "?"),
     e.get("CUDA_VISIBLE_DEVICES", "unset"), cpus, cg, mem, e.get("NUMABIND_MODE", "unset"),
     e.get("NUMABIND_DEVICE", "unset"), e.get("NUMABIND_CPUS", "unset"), e.get("PMIX_RANK", "unset"),
-    e.get("NUMABIND_DEVICES", "unset"), opens or "none", uses or "none", home, inhome))
+    e.get("NUMABIND_DEVICES", "unset"), opens or "none", uses or "none", home, inhome,
+    e.get("NUMABIND_NICS", "unset"), e.get("UCX_NET_DEVICES", "unset")))
 PY

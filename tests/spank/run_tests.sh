@@ -202,6 +202,39 @@ if case_on gpus; then
     "$(want "0:exclusive:$(node_cpus "$NEAR" 0)" "1:exclusive:$(node_cpus "$NEAR" 1)")" "$(mc "$D/out")"
 fi
 
+# ------------------------------------------------------------------ nearest NICs (issue 22)
+if case_on nics; then
+  # one: each GPU with a ConnectX behind its own PCIe switch; expected names from hwloc's
+  # PCI tree (tests/tools/nic_oracle.py), never from numabind
+  NICS=$D/topo/nics.xml
+  gen -o "$NICS" --gpu core:0=$B0,switch=a --pci core:0=0000:18:00.0,kind=cx6,switch=a \
+    --gpu core:1=$B1,switch=b --pci core:1=0000:28:00.0,kind=cx6,switch=b
+  chmod 0644 "$NICS"
+  nic_of() { python3 "$HERE/../tools/nic_oracle.py" "$NICS" --gpus "$(bus "$1")" |
+    python3 -c 'import json, sys; g = json.load(sys.stdin)["gpus"]; print(",".join(next(iter(g.values()))["nics"]))'; }
+  n0=$(nic_of 0) n1=$(nic_of 1)
+  plug "topology=$NICS"
+  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check "srun: NUMABIND_NICS = the HCA behind each task's GPU's switch, UCX_NET_DEVICES untouched" \
+    "$(want "0:$n0/0:unset" "1:$n1/1:unset")" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none,ucx
+  check "srun --numa-binding=node,ucx: UCX_NET_DEVICES=<hca>:1" "$(want "0:$n0:1" "1:$n1:1")" "$(col "$D/out" ucx)"
+  plug "topology=$NICS ucx=yes"
+  UCX_NET_DEVICES=mine:2 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check "plugstack ucx=yes keeps the user's UCX_NET_DEVICES" "$(want 0:mine:2 1:mine:2)" "$(col "$D/out" ucx)"
+  tasks "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,mem=none
+  check "plugstack ucx=yes, one task owning both GPUs: the union in PCI order" \
+    "0:$n0,$n1/0:$n0:1,$n1:1" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+  # as a task of a bound batch shell has it: numabind's own value (and marker) is replaced
+  UCX_NET_DEVICES=mlx5_9:1 NUMABIND_UCX_NET_DEVICES=mlx5_9:1 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check "plugstack ucx=yes replaces a UCX_NET_DEVICES numabind set in an outer binding" \
+    "$(want "0:$n0:1" "1:$n1:1")" "$(col "$D/out" ucx)"
+  plug "topology=$ONE ucx=yes"
+  NUMABIND_NICS=stale tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check "no fabric NIC: NUMABIND_NICS removed, UCX_NET_DEVICES not set" \
+    "$(want 0:unset/0:unset 1:unset/1:unset)" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+fi
+
 # ------------------------------------------------------------------ verbose
 if case_on verbose; then
   plug "topology=$SWAP"

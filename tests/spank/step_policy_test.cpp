@@ -123,3 +123,11 @@ TEST(StepPolicy, PtyShellIsAShellProgram) {
     EXPECT_FALSE(is_shell_program("/usr/bin/python3", std::nullopt));
     EXPECT_FALSE(is_shell_program("", std::nullopt));
 }
+
+// issue 22: ucx from the option or the site.
+TEST(StepPolicy, UcxFromOptionOrSite) {
+    EXPECT_FALSE(decide_step(site({"default=node"}), facts(StepKind::Normal, true)).ucx);
+    EXPECT_TRUE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true)).ucx);
+    EXPECT_TRUE(decide_step(site({}), facts(StepKind::Normal, true, "node,ucx")).ucx);
+    EXPECT_FALSE(decide_step(site({}), facts(StepKind::Normal, true, "node")).ucx);
+}

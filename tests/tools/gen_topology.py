@@ -46,7 +46,8 @@ Usage:
 
 Kinds (PCI vendor:device class, OS devices):
   GPUs:    a100 v100 h100 gh200 rtx-a6000 (NVIDIA; cudaN + nvmlN), mi300a mi210 (AMD; rsmiN)
-  others:  cx6 (InfiniBand, mlx5_N), cassini (Slingshot NIC, hsnN), nvswitch (bridge class
+  others:  cx6 (InfiniBand, mlx5_N), cassini (Slingshot NIC, hsnN), i350 (1 GbE management
+           port, network OS device enoN, no RDMA), nvswitch (bridge class
            0680), aspeed (BMC VGA), nvme (nvmeNn1)
 Each device sits below a host bridge (bridge_type 0-1) and a PCI-PCI bridge at bus BB-1
 (bridge_type 1-1) unless direct=1 or switch= is given.
@@ -118,6 +119,9 @@ KINDS = {
     "cassini": dict(gpu=False, vendor=0x17DB, device=0x0501, sub=0x0000, cls=0x0200, rev=0x02,
                     vendor_name="Cray Inc", device_name="Cassini 1 [Slingshot 200Gb]",
                     backends=("hsn",)),
+    "i350": dict(gpu=False, vendor=0x8086, device=0x1521, sub=0x1521, cls=0x0200, rev=0x01,
+                 vendor_name="Intel Corporation", device_name="I350 Gigabit Network Connection",
+                 backends=("eno",)),
     "nvswitch": dict(gpu=False, vendor=0x10DE, device=0x1AF1, sub=0x1636, cls=0x0680, rev=0xA1,
                      vendor_name="NVIDIA Corporation", device_name="GA100 [A100 NVSwitch]",
                      backends=()),
@@ -130,7 +134,7 @@ KINDS = {
 }
 # hwloc osdev_type values: 0 block, 1 GPU, 2 network, 3 OpenFabrics, 4 DMA, 5 CoProc
 OSDEV = {"cuda": ("5", "CUDA"), "nvml": ("1", "NVML"), "rsmi": ("1", "RSMI"),
-         "mlx5_": ("3", None), "hsn": ("2", "Slingshot"), "nvme": ("0", "Disk")}
+         "mlx5_": ("3", None), "hsn": ("2", "Slingshot"), "nvme": ("0", "Disk"), "eno": ("2", None)}
 
 
 
@@ -528,6 +532,8 @@ def add_os_device(pci, backend, index, kind, gp, model):
     elif backend == "mlx5_":
         info = [("Backend", "Linux"), ("NodeGUID", "b83f:d203:00%02x:0000" % index), ("Port1State", "4"),
                 ("Port1LID", "0x%x" % (0x100 + index))]
+    elif backend == "eno":
+        info = [("Backend", "Linux"), ("Address", "3c:ec:ef:00:00:%02x" % index)]
     elif backend == "hsn":
         info = [("Backend", "Linux"), ("Address", "02:00:00:00:00:%02x" % index)]
     elif backend == "nvme":
@@ -740,6 +746,28 @@ PRESETS = {
             "(08:00.0) and an AMD MI210 on NUMA 2 (44:00.0)",
         synthetic="pack:2 [numa(memory=%s indexes=0,2)] l3:1(size=32MB) core:8 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),
         gpus=["numa:0=0000:08:00.0,kind=a100", "numa:1=0000:44:00.0,kind=mi210"]),
+    "dgx-h100": dict(
+        doc="DGX H100-like NICs: 2 Xeon sockets (28 cores, SMT2: siblings c and c+56, one L3 and NUMA "
+            "node each), 8 H100 (4 per socket), each behind its own PCIe switch with one ConnectX "
+            "(mlx5_N); a 1 GbE management port (i350) behind GPU 0's switch, which is not a fabric NIC",
+        synthetic="pack:2 [numa(memory=%s)] l3:1(size=105MB) core:28 pu:2(indexes=%s)" % (gib(1024), smt(56, 2)),
+        gpus=["package:%d=0000:%02x:00.0,kind=h100,switch=s%d" % (i // 4, bus, i)
+              for i, bus in enumerate((0x1b, 0x43, 0x52, 0x61, 0x9d, 0xc3, 0xd1, 0xdf))],
+        pci=["package:%d=0000:%02x:00.0,kind=cx6,switch=s%d" % (i // 4, bus, i)
+             for i, bus in enumerate((0x1c, 0x44, 0x53, 0x62, 0x9e, 0xc4, 0xd2, 0xe0))]
+            + ["package:0=0000:1d:00.0,kind=i350,switch=s0"]),
+    "nic-far-socket": dict(
+        doc="2 sockets of 2 NUMA nodes (4 cores, SMT2: siblings c and c+16), one A100 per NUMA node, "
+            "both ConnectX at package level of socket 1 (no GPU shares a bridge or node with them)",
+        synthetic="pack:2 group:2 [numa(memory=%s)] l3:1(size=16MB) core:4 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),
+        gpus=["numa:0=0000:17:00.0", "numa:1=0000:27:00.0", "numa:2=0000:97:00.0", "numa:3=0000:a7:00.0"],
+        pci=["package:1=0000:b7:00.0,kind=cx6", "package:1=0000:c7:00.0,kind=cx6"]),
+    "no-fabric": dict(
+        doc="2-socket node (8 cores, SMT2: siblings c and c+16), an A100 per socket and only 1 GbE "
+            "management ports (i350), one on each GPU's root port: no fabric NIC",
+        synthetic="pack:2 [numa(memory=%s)] l3:1(size=32MB) core:8 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),
+        gpus=["numa:0=0000:19:00.0,switch=a", "numa:1=0000:99:00.0,switch=b"],
+        pci=["numa:0=0000:1a:00.0,kind=i350,switch=a", "numa:1=0000:9a:00.0,kind=i350,switch=b"]),
     "cpu-only": dict(
         doc="2-socket node without accelerators (8 cores, SMT2 each), only a NIC and a BMC VGA chip",
         synthetic="pack:2 [numa(memory=%s)] l3:1(size=32MB) core:8 pu:2(indexes=%s)" % (gib(64), smt(16, 2)),

@@ -44,6 +44,7 @@ std::string plans(const nb::Topology& m) {
                 out += t.cpus.to_string() + "/";
                 for (int n : t.mems) out += std::to_string(n) + ",";
                 for (int d : t.devices) out += "d" + std::to_string(d);
+                for (const nb::Nic& n : t.nics) out += "n" + n.name + "@" + n.pci + "=" + n.ucx;
                 out += ";";
             }
         } catch (const std::exception& e) {
@@ -98,12 +99,12 @@ TEST(ModelText, MalformedIsAnErrorNamingTheLine) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(error_of(with_end("numabind-model 1\ncore 0 x 0\n")), "model cache line 2: 'x' is not a number");
-    EXPECT_EQ(error_of(with_end("numabind-model 1\ncore 0\n")), "model cache line 2: a field is missing");
-    EXPECT_EQ(error_of(with_end("numabind-model 1\nwhat 1\n")), "model cache line 2: unknown kind 'what'");
-    EXPECT_EQ(error_of(with_end("numabind-model 1\ncore 0 3 -1\n")),
+    EXPECT_EQ(error_of(with_end("numabind-model 2\ncore 0 x 0\n")), "model cache line 2: 'x' is not a number");
+    EXPECT_EQ(error_of(with_end("numabind-model 2\ncore 0\n")), "model cache line 2: a field is missing");
+    EXPECT_EQ(error_of(with_end("numabind-model 2\nwhat 1\n")), "model cache line 2: unknown kind 'what'");
+    EXPECT_EQ(error_of(with_end("numabind-model 2\ncore 0 3 -1\n")),
               "model cache: a core refers to an L3 group or package that is not there");
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0 -1 -1\n"), "model cache: cut short (no end line)");
+    EXPECT_EQ(error_of("numabind-model 2\ncore 0 -1 -1\n"), "model cache: cut short (no end line)");
 }
 
 // A file cut at any line boundary, or with one byte changed, or with a line added after its
@@ -140,14 +141,14 @@ TEST(ModelText, LimitsRefuseIdsAndSizesPastTheMachine) {
         }
         return std::string("no error");
     };
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0-63 -1 -1\n"), "no error");
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0-1048575 -1 -1\n"),
+    EXPECT_EQ(error_of("numabind-model 2\ncore 0-63 -1 -1\n"), "no error");
+    EXPECT_EQ(error_of("numabind-model 2\ncore 0-1048575 -1 -1\n"),
               "model cache line 2: '0-1048575' is not a CPU list within 0-63");
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0 -1 -1\nnuma 2 0 - \n"),
+    EXPECT_EQ(error_of("numabind-model 2\ncore 0 -1 -1\nnuma 2 0 - \n"),
               "model cache line 3: NUMA node 2 is outside 0-1");
-    EXPECT_EQ(error_of("numabind-model 1\ncore 0 -1 -1\ndistance 0 7 10\n"),
+    EXPECT_EQ(error_of("numabind-model 2\ncore 0 -1 -1\ndistance 0 7 10\n"),
               "model cache line 3: NUMA node 7 is outside 0-1");
-    std::string many = "numabind-model 1\n";
+    std::string many = "numabind-model 2\n";
     for (int i = 0; i < 65; ++i) many += "core " + std::to_string(i % 64) + " -1 -1\n";
     EXPECT_EQ(error_of(many), "model cache: more cores than the 64 the limits allow");
     small.max_bytes = 100;
@@ -203,7 +204,7 @@ TEST_F(ModelCache, UnusableOrUntrustedFilesAreIgnored) {
     nb::ModelOutcome first, garbage, loose;
     const nb::LoadedModel a = nb::load_node_model(xml_, opts_, &first);
     const std::string key = nb::node_model_key(xml_);
-    std::ofstream(first.path, std::ios::trunc) << key << "\nlive\n" << with_end("numabind-model 1\ncore zero\n");
+    std::ofstream(first.path, std::ios::trunc) << key << "\nlive\n" << with_end("numabind-model 2\ncore zero\n");
     const nb::LoadedModel b = nb::load_node_model(xml_, opts_, &garbage);
     EXPECT_FALSE(garbage.hit);
     EXPECT_NE(garbage.detail.find("unusable"), std::string::npos) << garbage.detail;
