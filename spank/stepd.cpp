@@ -18,6 +18,7 @@
 #include "numabind/device_files.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
+#include "numabind/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/process_allowed.hpp"
 #include "numabind/report.hpp"
@@ -399,6 +400,14 @@ int task_init(spank_t sp, State& st) {
     clear_variables(sp, false);
     export_binding_env(st.decision.mode, task,
                        [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
+    std::string omp_line;
+    if (st.decision.omp) {  // the job's own OMP_* values stay
+        const EnvLookup job_env = [sp](const std::string& name) { return job_getenv(sp, name); };
+        const std::vector<OmpVariable> omp = omp_environment(st.model, task.cpus, job_env);
+        for (const OmpVariable& v : omp)
+            if (!v.kept) spank_setenv(sp, v.name.c_str(), v.value.c_str(), 1);
+        omp_line = omp_summary(omp);
+    }
 
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
@@ -407,6 +416,7 @@ int task_init(spank_t sp, State& st) {
         line += ", CPUs " + task.cpus.to_string() + ", memory ";
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
                                                                  : to_string(task.mem) + " " + join(task.mems);
+        if (!omp_line.empty()) line += "; " + omp_line;
         if (st.decision.detail) {
             const auto t_end = Clock::now();
             line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +
