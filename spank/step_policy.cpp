@@ -44,6 +44,7 @@ StepDecision decide_step(const SiteConfig& site, const StepFacts& f) {
     d.one_thread_per_core = f.hint_nomultithread || (user && f.choice.one_thread_per_core ? *f.choice.one_thread_per_core
                                                                                           : site.one_thread_per_core);
     d.omp = user && f.choice.omp ? *f.choice.omp : site.omp;
+    d.min_cpus_in_cores = f.hint_nomultithread;
     if (d.mode == Mode::None) {
         d.action = f.option_given ? A::ExplicitNone : A::Unbound;
         return d;

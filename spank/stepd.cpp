@@ -135,6 +135,9 @@ NodePlan plan_from(const State& st, const std::vector<Published>& all, const All
     req.allowed_mems = allowed.mems;
     req.min_cpus = st.min_cpus > 1 ? st.min_cpus : 0;
     req.one_thread_per_core = st.decision.one_thread_per_core;
+    // smt=1 without the hint: Slurm's -c counted threads; the minimum is that many cores.
+    if (req.one_thread_per_core && !st.decision.min_cpus_in_cores)
+        req.min_cpus = min_cpus_one_thread(st.model, allowed.cpus, req.min_cpus);
     return plan_node(st.model, st.accelerators, req);
 }
 

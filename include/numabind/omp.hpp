@@ -18,6 +18,11 @@ extern const char* const kSmtChoices;  // "1, all"
 // "invalid <what> '<text>' (valid: 1, all)".
 bool parse_smt(std::string_view text, std::string_view what);
 
+// A --cpus-per-task minimum counted in hardware threads, as cores under smt=1: Slurm's -c 8
+// on 2-thread cores is 4 cores, which smt=1 turns into 4 CPUs, not 8 (that would pull other
+// NUMA nodes' cores in). ceil(min_cpus / the most allowed threads of one core); 0 stays 0.
+int min_cpus_one_thread(const Topology& topo, const IdSet& allowed, int min_cpus);
+
 struct OmpVariable {
     std::string name;   // OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND
     std::string value;  // what numabind would set

@@ -105,6 +105,7 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = cpus_per_task(o, true);
     req.one_thread_per_core = one_thread_per_core;
+    if (one_thread_per_core) req.min_cpus = min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
     note("allowed CPUs " + req.allowed_cpus.to_string() +
          (req.min_cpus ? ", at least " + std::to_string(req.min_cpus) + " per task" : std::string()));
     plan_out = plan_node(topo.model(), accs, req);

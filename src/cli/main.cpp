@@ -183,6 +183,7 @@ int cmd_plan(const Options& o) {
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = nb::cpus_per_task(o, false);
     req.one_thread_per_core = nb::parse_smt(o.smt, "--smt");
+    if (req.one_thread_per_core) req.min_cpus = nb::min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
     if (!o.draw.empty()) {
         std::vector<nb::draw::TaskPaint> tasks;

@@ -1,5 +1,7 @@
 #include "numabind/omp.hpp"
 
+#include <algorithm>
+
 #include "numabind/error.hpp"
 
 namespace numabind {
@@ -10,6 +12,12 @@ bool parse_smt(std::string_view text, std::string_view what) {
     if (text == "1") return true;
     if (text == "all") return false;
     throw UsageError("invalid " + std::string(what) + " '" + std::string(text) + "' (valid: " + kSmtChoices + ")");
+}
+
+int min_cpus_one_thread(const Topology& topo, const IdSet& allowed, int min_cpus) {
+    int threads = 1;
+    for (const Core& c : topo.cores) threads = std::max(threads, static_cast<int>((c.pus & allowed).size()));
+    return (min_cpus + threads - 1) / threads;
 }
 
 std::string omp_places(const Topology& topo, const IdSet& cpus) {

@@ -66,6 +66,16 @@ PY'
   done
 done
 
+# smt=1 and --cpus-per-task: Slurm's -c counts threads; as many cores' first threads, not
+# more cores from other NUMA nodes (nps4: 6 two-thread cores per node; -c 12 = those 6 cores).
+if [ -f "$WORK/nps4.xml" ]; then
+  allpus=$(hwloc-calc -i "$WORK/nps4.xml" --po -I pu all)
+  nb plan --topology "$WORK/nps4.xml" --mode node --ntasks 4 --smt 1 --cpus-per-task 12 --allowed-cpus "$allpus" --json
+  numa=$(python3 -c 'import json,sys; print(" ".join("numa:%d" % n for n in json.load(open(sys.argv[1]))["tasks"][0]["mems"]))' "$WORK/out" 2>/dev/null)
+  want=$(hwloc-calc -i "$WORK/nps4.xml" --no-smt --po -I pu --pi $numa 2>/dev/null)
+  check "plan --smt 1 --cpus-per-task 12 on 6 two-thread cores: the node's 6 first threads ($want), not widened" '[ $(rc) = 0 ] && [ -n "$want" ] && [ "$(plan_cpus 0)" = "$(expand "$want")" ]'
+fi
+
 # ---- smt=1 on the kernel: this machine's CPUs described as one core of two threads ----
 python3 "$GEN" --synthetic "package:1 core:1 pu:2" --gpu package:0 -o "$WORK/smt.xml" >/dev/null 2>"$WORK/gen.err" || { cat "$WORK/gen.err"; fail "gen_topology.py --synthetic"; }
 if [ "$(nproc --all)" -ge 2 ] && taskset -c 0,1 true 2>/dev/null; then

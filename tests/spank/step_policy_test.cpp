@@ -132,6 +132,7 @@ TEST(StepPolicy, SmtAndOmpTable) {
         ASSERT_EQ(d.action, A::Bind) << "row " << i << " " << d.message;
         EXPECT_EQ(d.one_thread_per_core, r.one_thread) << "row " << i;
         EXPECT_EQ(d.omp, r.omp) << "row " << i;
+        EXPECT_EQ(d.min_cpus_in_cores, r.hint) << "row " << i;  // Slurm counts -c in cores under the hint only
     }
 }
 

@@ -103,6 +103,18 @@ INSTANTIATE_TEST_SUITE_P(Topologies, OneThreadPerCore, ::testing::ValuesIn(smt_t
     return n;
 });
 
+// smt=1 without --hint=nomultithread: Slurm's -c counted threads, the minimum is in cores.
+TEST(Smt, CpusPerTaskMinimumCountsCores) {
+    Topology t;
+    t.cores.push_back({IdSet{0, 2}, -1, 0});
+    t.cores.push_back({IdSet{1, 3}, -1, 0});
+    t.cores.push_back({IdSet{4}, -1, 0});
+    EXPECT_EQ(min_cpus_one_thread(t, IdSet{0, 1, 2, 3, 4}, 4), 2);
+    EXPECT_EQ(min_cpus_one_thread(t, IdSet{0, 1, 2, 3, 4}, 3), 2);
+    EXPECT_EQ(min_cpus_one_thread(t, IdSet{0, 1, 4}, 3), 3);  // no sibling allowed: threads are cores
+    EXPECT_EQ(min_cpus_one_thread(t, IdSet{0, 2}, 0), 0);
+}
+
 // ---- OpenMP variables ----
 
 // Two cores of two threads with Linux's usual sibling numbering (0,2 / 1,3), and a PU that

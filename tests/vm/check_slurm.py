@@ -130,12 +130,14 @@ class Machine:
             self.gpu_pus.append(pus)
         # cores from lstopo, checked against sysfs thread siblings
         self.core_of = {}
+        self.cores = []  # in lstopo's (hwloc's logical) order
         try:
             root = ET.fromstring("\n".join(out.lstopo))
             for core in root.iter("object"):
                 if core.get("type") != "Core":
                     continue
                 pus = frozenset(int(p.get("os_index")) for p in core.iter("object") if p.get("type") == "PU")
+                self.cores.append(pus)
                 for p in pus:
                     self.core_of[p] = pus
                     if self.siblings.get(p) != pus:
@@ -289,6 +291,20 @@ class Checker:
             if doubled:
                 why.append("task %d (%s) has both threads of cores %s" % (r, fmt(cpus), " ".join(doubled)))
         self.check(cid, "--hint=nomultithread: at most one hardware thread per core", not why, "; ".join(why))
+
+    def c_omp(self, cid, tasks, case, _):
+        """--numa-binding=...,omp: one OpenMP place per core of the task's CPUs (lstopo's cores,
+        in its order), each that core's CPUs of the task; one thread per place; close."""
+        why = []
+        for r, t in sorted(tasks.items()):
+            cpus = ids(t["cpus"])
+            want = ["{%s}" % ",".join(str(p) for p in sorted(c & cpus)) for c in self.m.cores if c & cpus]
+            got = (t.get("OMP_NUM_THREADS"), t.get("OMP_PLACES"), t.get("OMP_PROC_BIND"))
+            if got != (str(len(want)), ",".join(want), "close"):
+                why.append("task %d (CPUs %s): OMP_NUM_THREADS/OMP_PLACES/OMP_PROC_BIND %s, want %s"
+                           % (r, fmt(cpus), got, (str(len(want)), ",".join(want), "close")))
+        self.check(cid, "OMP_* = one place per core of the task (lstopo), one thread each, close", not why,
+                   "; ".join(why))
 
     def c_disjoint(self, cid, tasks, case, _):
         why, seen = [], {}
