@@ -330,5 +330,14 @@ int main(int argc, char **argv)
         if (v)
             printf("%s=%s\n", extra[i], v);
     }
+    /* NBPROBE_THEN=PROGRAM: run it next in this same task (an OpenMP program under the
+     * binding the probe just reported). */
+    const char *then = getenv("NBPROBE_THEN");
+    if (then && *then) {
+        fflush(stdout);
+        execl(then, then, (char *)NULL);
+        printf("then_error=%s: %s\n", then, strerror(errno));
+        return 1;
+    }
     return failed;
 }
