@@ -38,7 +38,7 @@ std::string omp_places(const Topology& topo, const IdSet& cpus);
 // OMP_PROC_BIND=close, each marked `kept` where `env` already has a non-empty value.
 std::vector<OmpVariable> omp_environment(const Topology& topo, const IdSet& cpus, const EnvLookup& env);
 
-// "OMP_NUM_THREADS=8 OMP_PLACES=... set; OMP_PROC_BIND kept (the user's)": one line for verbose output.
+// "OMP_NUM_THREADS=8 OMP_PLACES=... set; OMP_PROC_BIND kept (already set)": one line for verbose output.
 std::string omp_summary(const std::vector<OmpVariable>& vars);
 
 }  // namespace numabind
