@@ -7,6 +7,7 @@
 
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
+#include "numabind/omp.hpp"
 
 namespace numabind::spank {
 
@@ -22,12 +23,12 @@ std::optional<bool> parse_bool(std::string_view v) {
 constexpr const char* kSiteKeys =
     "default=<mode>, mem=<policy>, fallback=warn|fail, verbose[=yes|no|2], devices=<match spec>, "
     "topology=<hwloc xml>, device_files=<path>[,<path>...], respect_user_bind=yes|no "
-    "(alias respect_cpu_bind), batch_step=yes|no, ucx=yes|no";
+    "(alias respect_cpu_bind), batch_step=yes|no, ucx=yes|no, smt=1|all, omp=yes|no";
 
 }  // namespace
 
 std::string option_help() {
-    return std::string("<mode>[,verbose[=2]][,mem=<policy>][,ucx] with mode one of ") + kModeChoices +
+    return std::string("<mode>[,verbose[=2]][,mem=<policy>][,ucx][,smt=1|all][,omp] with mode one of ") + kModeChoices +
            " and policy one of " + kMemPolicyChoices;
 }
 
@@ -41,7 +42,7 @@ UserChoice parse_option_value(std::string_view value) {
         c.mode = parse_mode(items[0]);
     } catch (const UsageError&) {
         throw UsageError("invalid --numa-binding mode " + quoted(items[0]) + " in " + q +
-                         " (valid modes: " + kModeChoices + "; flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx)");
+                         " (valid modes: " + kModeChoices + "; flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx, smt=1|all, omp)");
     }
     bool seen_verbose = false;
     for (size_t i = 1; i < items.size(); ++i) {
@@ -58,9 +59,17 @@ UserChoice parse_option_value(std::string_view value) {
                 throw UsageError("invalid --numa-binding memory policy " + quoted(item.substr(4)) + " in " + q +
                                  " (valid: " + kMemPolicyChoices + ")");
             }
+        } else if (item.rfind("smt=", 0) == 0 && !c.one_thread_per_core) {
+            try {
+                c.one_thread_per_core = parse_smt(item.substr(4), "smt");
+            } catch (const UsageError&) {
+                throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q + " (valid: smt=1, smt=all)");
+            }
+        } else if ((item == "omp" || item == "omp=yes" || item == "omp=no") && !c.omp) {
+            c.omp = item != "omp=no";
         } else {
             throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q +
-                             " (valid flags, each at most once: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx)");
+                             " (valid flags, each at most once: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx, smt=1|all, omp)");
         }
     }
     return c;
@@ -139,6 +148,13 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
             auto b = parse_bool(value);
             if (!b) throw bad("yes, no");
             s.batch_step = *b;
+        } else if (key == "smt") {
+            if (value != "1" && value != "all") throw bad(kSmtChoices);
+            s.one_thread_per_core = value == "1";
+        } else if (key == "omp") {
+            auto b = parse_bool(value);
+            if (!b) throw bad("yes, no");
+            s.omp = *b;
         } else {
             throw UsageError("plugstack.conf: unknown argument " + quoted(arg) + " (valid arguments: " + kSiteKeys + ")");
         }

@@ -18,12 +18,14 @@ inline constexpr const char* kOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_numab
 // One line that lists every accepted form of the option value.
 std::string option_help();
 
-// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>][,ucx]
+// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>][,ucx][,smt=1|all][,omp[=yes|no]]
 struct UserChoice {
     Mode mode = Mode::None;
     std::optional<MemPolicy> mem;  // unset: site default
     int verbose_level = 0;         // verbose: 1 (one line per task), verbose=2: with timings and sources
     bool ucx = false;              // ucx: UCX_NET_DEVICES from the task's nearest NICs
+    std::optional<bool> one_thread_per_core;  // smt=1 (true) | smt=all (false); unset: site default
+    std::optional<bool> omp;                  // omp / omp=yes|no; unset: site default
 };
 // Throws UsageError with one line naming the bad item and the valid choices.
 UserChoice parse_option_value(std::string_view value);
@@ -47,6 +49,8 @@ struct SiteConfig {
     bool respect_user_bind = true;
     bool batch_step = false;  // also the interactive step (use_interactive_step)
     bool ucx = false;         // ucx=yes: every bound step sets UCX_NET_DEVICES (unless the user did)
+    bool one_thread_per_core = false;  // smt=1|all (default all)
+    bool omp = false;                  // omp=yes|no: OMP_* inside the binding where unset
 };
 // Strict: an unknown key, a repeated key or a bad value throws UsageError naming it.
 SiteConfig parse_site_config(const std::vector<std::string>& args);

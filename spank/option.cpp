@@ -14,8 +14,8 @@ char opt_name[] = "numa-binding";
 char opt_arginfo[] = "mode[,flags]";
 char opt_usage[] =
     "Bind each task to the CPUs and memory local to its GPU. mode: none, node, socket, exclusive, "
-    "core-complex; flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx (UCX_NET_DEVICES from the nearest NICs) "
-    "(e.g. --numa-binding=exclusive,verbose). "
+    "core-complex; flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx (UCX_NET_DEVICES from the nearest NICs), "
+    "smt=1|all (one thread per core), omp (OMP_NUM_THREADS/OMP_PLACES/OMP_PROC_BIND) (e.g. --numa-binding=exclusive,verbose). "
     "Without this option a site default may apply (--numa-binding=none opts out); see man spank_numabind";
 
 struct spank_option numa_binding_option = {opt_name, opt_arginfo, opt_usage, 1, 0, option_callback};

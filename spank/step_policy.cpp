@@ -39,8 +39,13 @@ StepDecision decide_step(const SiteConfig& site, const StepFacts& f) {
     }
     d.mode = f.option_given ? f.choice.mode : site.default_mode;
     d.mem = f.option_given && f.choice.mem ? *f.choice.mem : site.mem;
-    d.one_thread_per_core = f.hint_nomultithread;
-    d.ucx = site.ucx || (f.option_given && f.choice.ucx);
+    // --hint=nomultithread always means one thread per core; else smt= of the user, else the site's.
+    const bool user = f.option_given;
+    d.one_thread_per_core = f.hint_nomultithread || (user && f.choice.one_thread_per_core ? *f.choice.one_thread_per_core
+                                                                                          : site.one_thread_per_core);
+    d.omp = user && f.choice.omp ? *f.choice.omp : site.omp;
+    d.min_cpus_in_cores = f.hint_nomultithread;
+    d.ucx = site.ucx || (user && f.choice.ucx);
     if (d.mode == Mode::None) {
         d.action = f.option_given ? A::ExplicitNone : A::Unbound;
         return d;

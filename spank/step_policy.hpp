@@ -46,7 +46,9 @@ struct StepDecision {
     MemPolicy mem = MemPolicy::Prefer;
     bool verbose = false;
     bool detail = false;               // second verbosity level: timings, sources
-    bool one_thread_per_core = false;  // --hint=nomultithread
+    bool one_thread_per_core = false;  // smt=1 (the user's, else the site's), or --hint=nomultithread
+    bool omp = false;                  // omp (the user's, else the site's): OMP_* where unset
+    bool min_cpus_in_cores = false;    // --hint=nomultithread: Slurm counted --cpus-per-task in cores
     bool ucx = false;                  // set UCX_NET_DEVICES (srun ,ucx or plugstack ucx=yes)
     // Said once per step: why the step is not bound (verbose only), or the option error.
     std::string message;

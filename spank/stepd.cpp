@@ -18,6 +18,7 @@
 #include "numabind/device_files.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
+#include "numabind/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/process_allowed.hpp"
 #include "numabind/report.hpp"
@@ -134,6 +135,9 @@ NodePlan plan_from(const State& st, const std::vector<Published>& all, const All
     req.allowed_mems = allowed.mems;
     req.min_cpus = st.min_cpus > 1 ? st.min_cpus : 0;
     req.one_thread_per_core = st.decision.one_thread_per_core;
+    // smt=1 without the hint: Slurm's -c counted threads; the minimum is that many cores.
+    if (req.one_thread_per_core && !st.decision.min_cpus_in_cores)
+        req.min_cpus = min_cpus_one_thread(st.model, allowed.cpus, req.min_cpus);
     return plan_node(st.model, st.accelerators, req);
 }
 
@@ -405,6 +409,14 @@ int task_init(spank_t sp, State& st) {
     export_nic_env(task, st.decision.ucx, ucx_now, ucx_marker,
                    [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); },
                    [sp](const char* k) { spank_unsetenv(sp, k); });
+    std::string omp_line;
+    if (st.decision.omp) {  // the job's own OMP_* values stay
+        const EnvLookup job_env = [sp](const std::string& name) { return job_getenv(sp, name); };
+        const std::vector<OmpVariable> omp = omp_environment(st.model, task.cpus, job_env);
+        for (const OmpVariable& v : omp)
+            if (!v.kept) spank_setenv(sp, v.name.c_str(), v.value.c_str(), 1);
+        omp_line = omp_summary(omp);
+    }
 
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
@@ -414,6 +426,7 @@ int task_init(spank_t sp, State& st) {
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
                                                                  : to_string(task.mem) + " " + join(task.mems);
         if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
+        if (!omp_line.empty()) line += "; " + omp_line;
         if (st.decision.detail) {
             const auto t_end = Clock::now();
             line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +

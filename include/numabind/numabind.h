@@ -52,6 +52,10 @@ typedef struct numabind_result numabind_result;
  *   migrate       0 (default) or 1: move the pages already resident to the home node(s)
  *   ucx           0 (default) or 1: also set UCX_NET_DEVICES to the task's nearest fabric NICs
  *                 unless the user set it (NUMABIND_NICS and the result's "nics" always)
+ *   smt           all (default) or 1: one hardware thread per core (the first of its siblings)
+ *   omp           0 (default) or 1: also set OMP_NUM_THREADS (one per core), OMP_PLACES (one
+ *                 place per core, "{0,32},{1,33}") and OMP_PROC_BIND=close, each only where the
+ *                 environment has no value of its own; the result's "omp_kept" names those kept
  * numabind_options_set returns NUMABIND_USAGE for an unknown key (values are checked by bind). */
 numabind_options *numabind_options_new(void);
 int numabind_options_set(numabind_options *options, const char *key, const char *value, char *error,
@@ -75,7 +79,7 @@ int numabind_reapply(numabind_result **result, char *error, size_t error_size);
  *             "mem_policy", "kernel_mem_policy", "device", "devices", "device_pci", "threads",
  *             "threads_mem_policy", "threads_mem_policy_missing", "threads_not_as_planned",
  *             "migrated", "pages_moved", "pages_off_home_before", "pages_off_home_after",
- *             "warnings", "env"}
+ *             "warnings", "env", "omp_kept" (omp=1 only)}
  *            threads_not_as_planned: [{"tid", "why"}]: exactly the threads whose CPUs or
  *            memory policy are not the plan's (one that blocks every signal numabind could
  *            use, did not answer within 1 s, or started faster than it could be bound).
@@ -88,7 +92,7 @@ long numabind_result_pages_moved(const numabind_result *result); /* pages migrat
 void numabind_result_free(numabind_result *result);
 
 /* What `numabind plan --json` prints for the options' mode, mem, ntasks (else the launcher's
- * variables), devices, device_match, topology and allowed_cpus: the whole node's plan,
+ * variables), devices, device_match, topology, allowed_cpus and smt: the whole node's plan,
  * nothing applied (API version 2). local_rank, fallback and migrate are not used. */
 int numabind_plan_json(const numabind_options *options, char **json, char *error, size_t error_size);
 

@@ -11,6 +11,7 @@
 #include "numabind/accelerators.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/local_rank.hpp"
+#include "numabind/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/topology_cache.hpp"
 
@@ -29,6 +30,8 @@ struct TaskRequest {
     std::string rank_source = "auto";
     // No task gets fewer CPUs (--cpus-per-task; `numabind run` under srun: $SLURM_CPUS_PER_TASK).
     std::string cpus_per_task;
+    std::string smt = "all";  // "1": one hardware thread per core (--smt)
+    bool omp = false;         // --omp: OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND where unset
 };
 
 // --cpus-per-task as given, else (`from_slurm`) Slurm's SLURM_CPUS_PER_TASK, else 0 (no
@@ -54,8 +57,10 @@ std::unique_ptr<HwlocTopology> load_topology(const std::string& topology, bool x
 // Plans this node as `numabind run` does and returns this task's share (pointing into
 // plan_out). `note` gets the verbose lines, `warn` the warnings a user must see.
 // Throws UsageError (bad input) or Error.
+// With request.omp and `omp_out`, also the task's OpenMP variables (omp.hpp), `kept` where
+// this process's environment has them.
 TaskPlan plan_this_task(const TaskRequest& request, NodePlan& plan_out, const PmixRankSource& pmix,
-                        const Notify& note, const Notify& warn);
+                        const Notify& note, const Notify& warn, std::vector<OmpVariable>* omp_out = nullptr);
 
 // What `numabind plan` plans for the whole node from `request` (nothing applied, nothing
 // read from the process: the topology's own allowed CPUs unless allowed_cpus is given, the

@@ -67,7 +67,7 @@ class NumabindWarning(UserWarning):
 _CLI_FLAGS = {"--local-rank": "local_rank", "--ntasks": "ntasks", "--device-match": "device_match",
               "--devices": "devices", "--topology": "topology", "--mode": "mode", "--mem": "mem",
               "--fallback": "fallback", "--allowed-cpus": "allowed_cpus", "--rank-source": "rank_source",
-              "--migrate": "migrate"}
+              "--migrate": "migrate", "--smt": "smt"}
 _CLI_FLAG_RE = re.compile("(" + "|".join(sorted(map(re.escape, _CLI_FLAGS), key=len, reverse=True)) +
                           r")(?![\w-])( [A-Z]+\b)?")
 
@@ -147,6 +147,15 @@ def _bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise _type_error(name, "True or False", value)
     return value
+
+
+def _smt(value: Any) -> str:
+    """smt=1 (one hardware thread per core) or "all" (every sibling, the default)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _type_error("smt", "1 or 'all'", value)
+    if value in (1, "1", "all"):
+        return str(value)
+    raise UsageError(f"invalid smt {value!r} (valid: 1, 'all')")
 
 
 def _options(local_rank: Any, ntasks: Any, mode: Any, mem: Any, devices: Any, device_match: Any, topology: Any,
@@ -287,7 +296,7 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
          devices: Optional[IntList] = None, device_match: Optional[str] = None, topology: Optional[PathLike] = None,
          migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
          rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True,
-         ucx: bool = False) -> Dict[str, Any]:
+         smt: Union[int, str] = "all", omp: bool = False, ucx: bool = False) -> Dict[str, Any]:
     """Binds every thread of this process to its task's share of the node, as `numabind run`
     would plan it. Returns a dict: bound, mode, local_rank, cpus, mems, mem_policy, device,
     devices, threads, threads_mem_policy, pages_moved (with migrate=True), warnings, env,
@@ -298,11 +307,15 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     mode: none, node, socket, exclusive, core-complex (or torch's AffinityMode);
     within_affinity=True: stay inside this thread's current affinity (taskset, a launcher's
     pinning) instead of the whole cpuset; thread_pools=False: leave OMP_NUM_THREADS and
-    torch's intra-op pool alone; ucx=True: also UCX_NET_DEVICES from the task's nearest fabric
-    NICs ("nics"; NUMABIND_NICS is always set), unless already set."""
+    torch's intra-op pool alone; smt=1: one hardware thread per core (the first sibling);
+    omp=True: also OMP_NUM_THREADS (one per core), OMP_PLACES (one place per core) and
+    OMP_PROC_BIND=close for the process's children, each only where not set already (the
+    result's "omp_kept" names those left alone); ucx=True: also UCX_NET_DEVICES from the
+    task's nearest fabric NICs ("nics"; NUMABIND_NICS is always set), unless already set."""
     values = _options(local_rank, ntasks, mode, mem, devices, device_match, topology, allowed_cpus, rank_source,
                       within_affinity)
     values["migrate"] = "1" if _bool("migrate", migrate) else "0"
+    values["smt"], values["omp"] = _smt(smt), "1" if _bool("omp", omp) else "0"
     values["ucx"] = "1" if _bool("ucx", ucx) else "0"
     fallback = _choice("fallback", fallback, ("fail", "warn"))
     _bool("thread_pools", thread_pools)
@@ -344,17 +357,20 @@ def _restore_env(name: str, value: Optional[str]) -> None:
 def plan(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: Mode = "node", mem: str = "prefer",
          devices: Optional[IntList] = None, device_match: Optional[str] = None, topology: Optional[PathLike] = None,
          migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
-         rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True) -> Dict[str, Any]:
+         rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True,
+         smt: Union[int, str] = "all", omp: bool = False) -> Dict[str, Any]:
     """What `numabind plan --json` prints for bind()'s arguments: {"mode", "tasks": [{"local_rank",
     "device", "devices", "cpus", "mems", "mem_policy", "nics", "warnings"}], "warnings"}. Applies nothing
     and works on any topology XML (another machine's: the XML's own CPUs are the allowed ones
     unless allowed_cpus is given). ntasks defaults to the launcher's variables. With local_rank,
     "local_rank" names this process's entry of "tasks". devices is the only source of the visible
-    devices (CUDA_VISIBLE_DEVICES is this machine's); migrate, fallback and thread_pools are
-    checked and do not change a plan."""
+    devices (CUDA_VISIBLE_DEVICES is this machine's); smt=1 plans one thread per core; migrate,
+    fallback, thread_pools and omp are checked and do not change a plan."""
     values = _options(local_rank, ntasks, mode, mem, devices, device_match, topology, allowed_cpus, rank_source,
                       within_affinity)
     _bool("migrate", migrate), _choice("fallback", fallback, ("fail", "warn")), _bool("thread_pools", thread_pools)
+    values["smt"] = _smt(smt)
+    _bool("omp", omp)
     with _COptions(values) as opts:
         out = _json_call(_lib.numabind_plan_json, opts.ptr)
     if local_rank is not None:

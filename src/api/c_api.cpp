@@ -14,6 +14,7 @@
 #include <string>
 
 #include "numabind/error.hpp"
+#include "numabind/omp.hpp"
 #include "numabind/placement_report.hpp"
 #include "numabind/process_binding.hpp"
 #include "numabind/process_inspect.hpp"
@@ -141,6 +142,14 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
         else if (k == "device_match") r.device_match = v;
         else if (k == "topology") r.topology = v;
         else if (k == "allowed_cpus") r.allowed_cpus = v;
+        else if (k == "smt") {
+            (void)nb::parse_smt(v, "smt");  // bad values now, as for the other checked keys
+            r.smt = v;
+        }
+        else if (k == "omp") {
+            if (v != "0" && v != "1") throw nb::UsageError("invalid omp '" + v + "' (valid: 0, 1)");
+            r.omp = v == "1";
+        }
         else if (k == "rank_source") {
             if (v != "auto" && v != "env")
                 throw nb::UsageError("invalid rank_source '" + v + "' (valid: auto, env; PMIx is for `numabind run --rank-source pmix`)");
@@ -157,7 +166,7 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
         } else {
             throw nb::UsageError("unknown option '" + k +
                                  "' (valid: mode, mem, local_rank, ntasks, devices, device_match, topology, "
-                                 "allowed_cpus, rank_source, fallback, migrate, ucx)");
+                                 "allowed_cpus, rank_source, fallback, migrate, ucx, smt, omp)");
         }
         return NUMABIND_OK;
     });
@@ -183,8 +192,9 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
         try {
             nb::LocalRank lr = nb::resolve_local_rank(opts.request.local_rank, opts.request.ntasks,
                                                       opts.request.rank_source, nb::getenv_lookup, nb::PmixRankSource{});
+            std::vector<nb::OmpVariable> omp;
             nb::TaskPlan task = nb::plan_this_task(opts.request, plan, nb::PmixRankSource{}, [](const std::string&) {},
-                                                   [&](const std::string& w) { warnings.push_back(w); });
+                                                   [&](const std::string& w) { warnings.push_back(w); }, &omp);
             for (const std::string& w : task.warnings) warnings.push_back(w);
             nb::ProcessBindResult b;
             if (mode != nb::Mode::None) {
@@ -193,6 +203,12 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
                 if (!b.ok) throw nb::Error(b.error);
             }
             nlohmann::ordered_json env = env_json(mode, task, opts.ucx);
+            nlohmann::ordered_json omp_kept = nlohmann::ordered_json::array();
+            for (const nb::OmpVariable& v : omp) {  // omp=1: the user's own values stay
+                if (mode == nb::Mode::None) break;
+                if (v.kept) omp_kept.push_back(v.name);
+                else env[v.name] = v.value;
+            }
             setenv_all(env);
             if (mode != nb::Mode::None) nb::publish_plan_marker(nb::to_string(mode), task);
             j = {{"bound", mode != nb::Mode::None},
@@ -213,6 +229,7 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
             j["nics"] = nics;
             j["warnings"] = warnings;
             j["env"] = env;
+            if (opts.request.omp) j["omp_kept"] = omp_kept;
             if (result) *result = make_result(j, b.threads, b.pages_moved);
             return NUMABIND_OK;
         } catch (const nb::UsageError&) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "numabind/error.hpp"
+#include "numabind/omp.hpp"
 #include "numabind/report.hpp"
 #include "numabind/visible.hpp"
 
@@ -54,9 +55,10 @@ int cpus_per_task(const TaskRequest& o, bool from_slurm) {
 }
 
 TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRankSource& pmix,
-                        const Notify& note, const Notify& warn) {
+                        const Notify& note, const Notify& warn, std::vector<OmpVariable>* omp_out) {
     const Mode mode = parse_mode(o.mode);
     const MemPolicy mem = parse_mem_policy(o.mem);
+    const bool one_thread_per_core = parse_smt(o.smt, "--smt");
     auto topo_ptr = load_topology(o.topology, true, note);
     const HwlocTopology& topo = *topo_ptr;
     note("topology: " + topo.source());
@@ -102,9 +104,12 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : IdSet::parse(o.allowed_cpus);
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = cpus_per_task(o, true);
+    req.one_thread_per_core = one_thread_per_core;
+    if (one_thread_per_core) req.min_cpus = min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
     note("allowed CPUs " + req.allowed_cpus.to_string() +
          (req.min_cpus ? ", at least " + std::to_string(req.min_cpus) + " per task" : std::string()));
     plan_out = plan_node(topo.model(), accs, req);
+    if (o.omp && omp_out) *omp_out = omp_environment(topo.model(), plan_out.tasks.at(lr.rank).cpus, getenv_lookup);
     return plan_out.tasks.at(lr.rank);
 }
 
@@ -112,6 +117,7 @@ NodePlan plan_preview(const TaskRequest& o, const Notify& note, const std::strin
     PlanRequest req;
     req.mode = parse_mode(o.mode);
     req.mem = parse_mem_policy(o.mem);
+    req.one_thread_per_core = parse_smt(o.smt, "--smt");
     req.ntasks = 0;  // unknown until given or found
     if (!o.ntasks.empty()) {
         req.ntasks = parse_nonnegative(o.ntasks, ntasks_name);

@@ -17,6 +17,7 @@
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/local_rank.hpp"
+#include "numabind/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/placement_report.hpp"
 #include "numabind/process_report.hpp"
@@ -114,23 +115,25 @@ std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_t
 }
 
 // Everything `run` decides before touching the process (shared with the C API); throws.
-nb::TaskPlan plan_this_task(const Options& o, nb::NodePlan& plan_out) {
+nb::TaskPlan plan_this_task(const Options& o, nb::NodePlan& plan_out, std::vector<nb::OmpVariable>* omp = nullptr) {
     const nb::TaskRequest& req = o;
     return nb::plan_this_task(req, plan_out, nb::PmixRankSource{nb::pmix_local_rank, nb::pmix_available()},
                               [&](const std::string& m) { note(o, m); },
-                              [](const std::string& w) { std::cerr << "numabind: warning: " << w << "\n"; });
+                              [](const std::string& w) { std::cerr << "numabind: warning: " << w << "\n"; }, omp);
 }
 
 int cmd_run(const Options& o, const std::vector<std::string>& program) {
     const nb::Mode mode = nb::parse_mode(o.mode);
     (void)nb::parse_mem_policy(o.mem);  // bad values are usage errors before anything else
+    (void)nb::parse_smt(o.smt, "--smt");
     if (o.fallback != "fail" && o.fallback != "warn")
         throw nb::UsageError("invalid --fallback '" + o.fallback + "' (valid: fail, warn)");
     if (program.empty()) throw nb::UsageError("run: missing program (usage: numabind run [OPTIONS] -- PROGRAM [ARGS...])");
     nb::NodePlan plan;
     std::string failure;
     try {
-        nb::TaskPlan task = plan_this_task(o, plan);
+        std::vector<nb::OmpVariable> omp;
+        nb::TaskPlan task = plan_this_task(o, plan, &omp);
         for (const std::string& w : task.warnings) std::cerr << "numabind: warning: " << w << "\n";
         for (const std::string& w : plan.warnings) note(o, "warning: " + w);
         if (mode != nb::Mode::None) {
@@ -143,6 +146,11 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
                            [](const char* k, const std::string& v) { setenv(k, v.c_str(), 1); },
                            [](const char* k) { unsetenv(k); });
         if (!task.nics.empty()) note(o, "rank " + std::to_string(task.local_rank) + ": nics " + nb::nic_names(task.nics));
+        if (mode != nb::Mode::None && !omp.empty()) {  // --omp: the user's own values stay
+            for (const nb::OmpVariable& v : omp)
+                if (!v.kept) setenv(v.name.c_str(), v.value.c_str(), 1);
+            note(o, "omp: " + nb::omp_summary(omp));
+        }
         note(o, "rank " + std::to_string(task.local_rank) + ": device" + (task.devices.size() > 1 ? "s " : " ") +
                     (task.device ? nb::join(task.devices) + " (first " + task.device->pci + ")" : "-") +
                     ", cpus " + task.cpus.to_string() + ", mems " + nb::join(task.mems) + " (" +
@@ -180,6 +188,8 @@ int cmd_plan(const Options& o) {
     req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = nb::cpus_per_task(o, false);
+    req.one_thread_per_core = nb::parse_smt(o.smt, "--smt");
+    if (req.one_thread_per_core) req.min_cpus = nb::min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
     if (!o.draw.empty()) {
         std::vector<nb::draw::TaskPaint> tasks;
@@ -298,6 +308,10 @@ int main(int argc, char** argv) {
     run->add_option("--cpus-per-task", o.cpus_per_task,
                     "no task gets fewer CPUs: its GPU's node, then the nearest (default under srun: $SLURM_CPUS_PER_TASK)");
     run->add_flag("--ucx", o.ucx, "also set UCX_NET_DEVICES to the task's nearest fabric NICs (unless already set)");
+    run->add_option("--smt", o.smt, "hardware threads per core: 1 (the first sibling of each core) or all (default)");
+    run->add_flag("--omp", o.omp,
+                  "set OMP_NUM_THREADS (one per core), OMP_PLACES (one place per core) and OMP_PROC_BIND=close "
+                  "where not already set");
     run->add_flag("-v,--verbose", o.verbose, "say which sources were used and the binding");
     add_topology(run);
 
@@ -315,6 +329,7 @@ int main(int argc, char** argv) {
     plan->add_option("--devices", o.devices, "visible physical accelerator indexes, e.g. 0,1");
     plan->add_option("--allowed-cpus", o.allowed_cpus, "CPUs the tasks may use, e.g. 0-23 (default: this process's cpuset)");
     plan->add_option("--cpus-per-task", o.cpus_per_task, "no task gets fewer CPUs: its GPU's node, then the nearest");
+    plan->add_option("--smt", o.smt, "hardware threads per core: 1 (the first sibling of each core) or all (default)");
     plan->add_flag("--json", o.json, "JSON output");
     plan->add_option("--draw", o.draw, "also draw every task's CPUs and GPUs in its colour with lstopo into FILE (.png, .svg, .pdf; .xml: the styled hwloc XML)");
     add_topology(plan);

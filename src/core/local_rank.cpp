@@ -58,6 +58,8 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
         {"MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE", false},
         {"PALS_LOCAL_RANKID", "PALS_LOCAL_SIZE", false},
         {"LOCAL_RANK", "LOCAL_WORLD_SIZE", false},
+        // Flux: inside `srun flux start` its tasks are the inner ones.
+        {"FLUX_TASK_LOCAL_ID", nullptr, false},
         {"SLURM_LOCALID", nullptr, false},
     };
     for (const Source& s : sources) {
@@ -70,6 +72,16 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
             if (auto size = env(s.size)) {
                 lr.size = parse_nonnegative(*size, s.size);
                 lr.size_source = s.size;
+            }
+        } else if (std::string(s.rank) == "FLUX_TASK_LOCAL_ID") {
+            // Flux exports no per-node task count, only the job's (FLUX_JOB_SIZE) and its
+            // node count (FLUX_JOB_NNODES): exact on one node; across nodes its task map
+            // may be uneven (-N2 -n5), so the count stays unknown there (--ntasks gives it).
+            auto size = env("FLUX_JOB_SIZE");
+            auto nnodes = env("FLUX_JOB_NNODES");
+            if (size && nnodes && parse_nonnegative(*nnodes, "FLUX_JOB_NNODES") == 1) {
+                lr.size = parse_nonnegative(*size, "FLUX_JOB_SIZE");
+                lr.size_source = "FLUX_JOB_SIZE (FLUX_JOB_NNODES=1)";
             }
         } else if (auto per_node = env("SLURM_STEP_TASKS_PER_NODE")) {
             int node = 0;
@@ -167,7 +179,7 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
         throw Error(
             "cannot determine the local rank: no launcher variable is set (SLURM_LOCALID, "
             "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK, PALS_LOCAL_RANKID, "
-            "LOCAL_RANK); pass --local-rank N --ntasks M" +
+            "LOCAL_RANK, FLUX_TASK_LOCAL_ID); pass --local-rank N --ntasks M" +
             std::string(pmix.available ? ", or --rank-source pmix under a PMIx launcher" : ""));
     }
     if (!ntasks_opt.empty()) {

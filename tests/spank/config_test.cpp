@@ -51,6 +51,42 @@ TEST(SpankOption, BadValuesNameTheItemAndTheChoices) {
     EXPECT_NE(usage_error([] { parse_option_value("node,"); }), "(no error)");
 }
 
+// smt=1|all and omp (issue 22): flags after the mode, each at most once; plugstack smt= and omp=.
+TEST(SpankOption, SmtAndOmp) {
+    UserChoice c = parse_option_value("node,smt=1,omp");
+    ASSERT_TRUE(c.one_thread_per_core.has_value());
+    EXPECT_TRUE(*c.one_thread_per_core);
+    ASSERT_TRUE(c.omp.has_value());
+    EXPECT_TRUE(*c.omp);
+    c = parse_option_value("exclusive,smt=all,omp=no,verbose");
+    EXPECT_FALSE(*c.one_thread_per_core);
+    EXPECT_FALSE(*c.omp);
+    c = parse_option_value("socket");
+    EXPECT_FALSE(c.one_thread_per_core.has_value());
+    EXPECT_FALSE(c.omp.has_value());
+    std::string e = usage_error([] { parse_option_value("node,smt=3"); });
+    EXPECT_NE(e.find("'smt=3'"), std::string::npos) << e;
+    EXPECT_NE(e.find("smt=1, smt=all"), std::string::npos) << e;
+    e = usage_error([] { parse_option_value("node,omp=maybe"); });
+    EXPECT_NE(e.find("'omp=maybe'"), std::string::npos) << e;
+    EXPECT_NE(e.find("smt=1|all, omp"), std::string::npos) << e;
+    EXPECT_NE(usage_error([] { parse_option_value("node,smt=1,smt=all"); }), "(no error)");
+    EXPECT_NE(usage_error([] { parse_option_value("node,omp,omp"); }), "(no error)");
+    EXPECT_NE(usage_error([] { parse_option_value("smt=1"); }), "(no error)");  // the mode comes first
+
+    SiteConfig s = parse_site_config({"smt=1", "omp=yes"});
+    EXPECT_TRUE(s.one_thread_per_core);
+    EXPECT_TRUE(s.omp);
+    s = parse_site_config({});
+    EXPECT_FALSE(s.one_thread_per_core);
+    EXPECT_FALSE(s.omp);
+    e = usage_error([] { parse_site_config({"smt=2"}); });
+    EXPECT_NE(e.find("'2' for smt (valid: 1, all)"), std::string::npos) << e;
+    e = usage_error([] { parse_site_config({"omp=often"}); });
+    EXPECT_NE(e.find("'often' for omp (valid: yes, no)"), std::string::npos) << e;
+    EXPECT_NE(usage_error([] { parse_site_config({"smt=1", "smt=all"}); }), "(no error)");
+}
+
 TEST(SpankSite, Defaults) {
     SiteConfig s = parse_site_config({});
     EXPECT_EQ(s.default_mode, nb::Mode::None);

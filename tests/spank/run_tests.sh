@@ -540,6 +540,84 @@ EOF
   plug "topology=$ONE"
 fi
 
+# ------------------------------------------------------------------ smt=1 and omp (issue 22)
+if case_on opts; then
+  # This machine's CPUs described as one core of two threads, both GPUs on it.
+  gen --synthetic "package:1 core:1 pu:2" -o "$D/topo/smt.xml" --gpu package:0=$B0 --gpu package:0=$B1
+  chmod 0644 "$D/topo/smt.xml"
+  SMT=$D/topo/smt.xml
+  first=$(tolist "$(hwloc-calc --input "$SMT" --no-smt --po -I pu all)")   # hwloc: one PU per core
+  both=$(tolist "$(hwloc-calc --input "$SMT" --po -I pu all)")
+  plug "topology=$SMT"
+  for mode in node socket exclusive core-complex; do
+    tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=$mode,smt=1,mem=none
+    check "srun --numa-binding=$mode,smt=1: one PU per core ($first)" "0:$mode:$first" "$(mc "$D/out")"
+  done
+  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
+  check "srun --numa-binding=node: both siblings ($both)" "0:node:$both" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n1 --gpus-per-node=1 --hint=nomultithread --numa-binding=node,mem=none
+  check "srun --hint=nomultithread --numa-binding=node: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
+  plug "topology=$SMT smt=1"
+  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
+  check "plugstack smt=1: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
+  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=all,mem=none
+  check "plugstack smt=1, srun smt=all: both siblings" "0:node:$both" "$(mc "$D/out")"
+  # omp: one place per core of the task's CPUs, the core's PUs in it (hwloc-calc core:0 here)
+  omp_line() {  # srun args... -> "OMP <threads> <places> <bind>" of task 0
+    timeout 60 srun "${N1[@]}" -n1 --gpus-per-node=1 "$@" \
+      sh -c 'echo "OMP ${OMP_NUM_THREADS-unset} ${OMP_PLACES-unset} ${OMP_PROC_BIND-unset}"' >"$D/out.raw" 2>"$D/err"
+    grep '^OMP ' "$D/out.raw"
+  }
+  unset OMP_NUM_THREADS OMP_PLACES OMP_PROC_BIND   # srun passes the environment on
+  plug "topology=$SMT"
+  core0=$(hwloc-calc --input "$SMT" --po -I pu core:0)
+  check "srun --numa-binding=node,omp: OMP_NUM_THREADS=1 (cores), OMP_PLACES={$core0}, close" \
+    "OMP 1 {$core0} close" "$(omp_line --numa-binding=node,omp,mem=none)"
+  check "srun --numa-binding=node,omp,smt=1: OMP_PLACES={$first}" \
+    "OMP 1 {$first} close" "$(omp_line --numa-binding=node,omp,smt=1,mem=none)"
+  check "srun --numa-binding=node,omp keeps the user's OMP_NUM_THREADS=5" \
+    "OMP 5 {$core0} close" "$(OMP_NUM_THREADS=5 omp_line --numa-binding=node,omp,mem=none)"
+  check "srun --numa-binding=node (no omp): no OMP_* set" \
+    "OMP unset unset unset" "$(omp_line --numa-binding=node,mem=none)"
+  plug "topology=$SMT omp=yes verbose"
+  out=$(OMP_PROC_BIND=spread omp_line --numa-binding=node,mem=none)
+  check "plugstack omp=yes: set, the user's OMP_PROC_BIND=spread kept" "OMP 1 {$core0} spread" "$out"
+  check_grep "verbose: the task line says which OMP_* were set and kept" \
+    "OMP_NUM_THREADS=1 OMP_PLACES=\{$core0\} set; OMP_PROC_BIND kept" "$D/err"
+  # A real OpenMP program (libgomp): its places are the task's cores (hwloc-calc), each thread on its place.
+  if gcc -fopenmp -O1 -o "$D/omp_probe" "$HERE/../cli/omp_probe.c" 2>/dev/null; then
+    chmod 0755 "$D/omp_probe"
+    plug "topology=$ONE"
+    timeout 60 srun "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,omp,mem=none "$D/omp_probe" >"$D/out.raw" 2>"$D/err"
+    RC=$?
+    home=$(node_cpus "$ONE" 0)
+    places=$(for c in $(hwloc-calc --input "$ONE" --intersect core $(hwloc-calc --input "$ONE" -I numa --li pci="$B0" | tr , '\n' | sed 's/^/numa:/') | tr , ' '); do
+      hwloc-calc --input "$ONE" --po -I pu core:$c; done | paste -sd' ')
+    got=$(python3 - "$D/out.raw" $places <<'PY'
+import sys
+want = sys.argv[2:]
+places, threads = [], {}
+for l in open(sys.argv[1]):
+    w = l.split()
+    if l.startswith("place "):
+        places.append(w[3])
+    elif l.startswith("thread "):
+        threads[int(w[1])] = (int(w[5]), set(w[7].split(",")))
+ok = places == want and len(threads) == len(want) and all(
+    0 <= p < len(places) and ran <= set(places[p].split(",")) for p, ran in threads.values())
+print("ok" if ok else "places %s threads %s, want %s" % (places, threads, want))
+PY
+)
+    check "srun --numa-binding=node,omp: a libgomp program has one place per core of $home, one thread on each" "0 ok" "$RC $got"
+  else
+    echo "skip - srun with a libgomp program: gcc -fopenmp failed"
+  fi
+  srun "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=3 true >"$D/out.raw" 2>"$D/err"
+  RC=$?
+  check "srun --numa-binding=node,smt=3: refused by srun" "1" "$([ "$RC" -ne 0 ] && grep -c "smt=3.*valid: smt=1, smt=all" "$D/err")"
+  plug "topology=$ONE"
+fi
+
 # ------------------------------------------------------------------ salloc
 if case_on salloc; then
   plug "topology=$ONE"

@@ -102,6 +102,40 @@ TEST(StepPolicy, MessagesAndFlags) {
     EXPECT_NE(d.message.find("bogus"), std::string::npos) << d.message;
 }
 
+// smt and omp (issue 22): the user's flag, else the site's; --hint=nomultithread always
+// means one thread per core.
+TEST(StepPolicy, SmtAndOmpTable) {
+    struct Row {
+        std::vector<std::string> site;
+        const char* option;
+        bool hint;
+        bool one_thread;
+        bool omp;
+    };
+    const std::vector<Row> rows = {
+        {{"default=node"}, nullptr, false, false, false},
+        {{"default=node"}, "node,smt=1", false, true, false},
+        {{"default=node"}, "node,smt=all", false, false, false},
+        {{"default=node"}, "node,omp", false, false, true},
+        {{"default=node"}, "exclusive,smt=1,omp,verbose", false, true, true},
+        {{"default=node", "smt=1", "omp=yes"}, nullptr, false, true, true},
+        {{"default=node", "smt=1", "omp=yes"}, "node", false, true, true},        // flags not given: the site's
+        {{"default=node", "smt=1", "omp=yes"}, "node,smt=all,omp=no", false, false, false},
+        {{"default=node", "smt=all"}, "node,smt=all", true, true, false},         // the hint wins
+        {{"default=node"}, nullptr, true, true, false},
+    };
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& r = rows[i];
+        StepFacts f = facts(StepKind::Normal, true, r.option);
+        f.hint_nomultithread = r.hint;
+        const StepDecision d = decide_step(site(r.site), f);
+        ASSERT_EQ(d.action, A::Bind) << "row " << i << " " << d.message;
+        EXPECT_EQ(d.one_thread_per_core, r.one_thread) << "row " << i;
+        EXPECT_EQ(d.omp, r.omp) << "row " << i;
+        EXPECT_EQ(d.min_cpus_in_cores, r.hint) << "row " << i;  // Slurm counts -c in cores under the hint only
+    }
+}
+
 // A nested srun inherits the parent task's SLURM_CPU_BIND (Slurm writes "mask_cpu:0x1",
 // slurmstepd then sees "mask_cpu:1"): that is no --cpu-bind of the user's.
 TEST(StepPolicy, InheritedBindingIsNotTyped) {

@@ -188,6 +188,39 @@ TEST(LocalRank, LauncherVariablesInOrder) {
     EXPECT_FALSE(local_rank_from_env(env_of({})));
 }
 
+// Flux's task variables (flux-environment(7)): FLUX_TASK_LOCAL_ID, and only job-wide counts.
+TEST(LocalRank, Flux) {
+    auto one = local_rank_from_env(env_of({{"FLUX_TASK_LOCAL_ID", "2"}, {"FLUX_TASK_RANK", "2"}, {"FLUX_JOB_SIZE", "4"},
+                                           {"FLUX_JOB_NNODES", "1"}}));
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->rank, 2);
+    EXPECT_EQ(one->source, "FLUX_TASK_LOCAL_ID");
+    EXPECT_EQ(one->size, 4);  // one node: the job's tasks are the node's
+    EXPECT_EQ(one->size_source, "FLUX_JOB_SIZE (FLUX_JOB_NNODES=1)");
+    // Two nodes: Flux says nothing per node (-N2 -n5 puts 3 and 2): unknown, not guessed.
+    auto two = local_rank_from_env(env_of({{"FLUX_TASK_LOCAL_ID", "1"}, {"FLUX_TASK_RANK", "5"}, {"FLUX_JOB_SIZE", "8"},
+                                           {"FLUX_JOB_NNODES", "2"}}));
+    ASSERT_TRUE(two);
+    EXPECT_EQ(two->rank, 1);
+    EXPECT_EQ(two->size, 0);
+    // Flux inside a Slurm allocation (srun flux start): Flux's task is the inner one.
+    auto in_slurm = local_rank_from_env(env_of({{"FLUX_TASK_LOCAL_ID", "3"}, {"FLUX_JOB_SIZE", "4"},
+                                                {"FLUX_JOB_NNODES", "1"}, {"SLURM_LOCALID", "0"},
+                                                {"SLURM_STEP_TASKS_PER_NODE", "1"}}));
+    EXPECT_EQ(in_slurm->source, "FLUX_TASK_LOCAL_ID");
+    EXPECT_EQ(in_slurm->rank, 3);
+    // An MPI launcher started inside a Flux job is inner to Flux.
+    auto mpi = local_rank_from_env(env_of({{"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                           {"FLUX_TASK_LOCAL_ID", "0"}}));
+    EXPECT_EQ(mpi->source, "OMPI_COMM_WORLD_LOCAL_RANK");
+    EXPECT_NE(usage_error([] { local_rank_from_env(env_of({{"FLUX_TASK_LOCAL_ID", "x"}})); }).find("FLUX_TASK_LOCAL_ID"),
+              std::string::npos);
+    EXPECT_NE(usage_error([] {
+                  local_rank_from_env(env_of({{"FLUX_TASK_LOCAL_ID", "4"}, {"FLUX_JOB_SIZE", "4"}, {"FLUX_JOB_NNODES", "1"}}));
+              }).find("FLUX_JOB_SIZE"),
+              std::string::npos);
+}
+
 TEST(LocalRank, MalformedOrInconsistentValuesAreRefused) {
     EXPECT_NE(usage_error([] { local_rank_from_env(env_of({{"SLURM_LOCALID", "one"}})); }).find("SLURM_LOCALID"),
               std::string::npos);

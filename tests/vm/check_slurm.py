@@ -130,12 +130,14 @@ class Machine:
             self.gpu_pus.append(pus)
         # cores from lstopo, checked against sysfs thread siblings
         self.core_of = {}
+        self.cores = []  # in lstopo's (hwloc's logical) order
         try:
             root = ET.fromstring("\n".join(out.lstopo))
             for core in root.iter("object"):
                 if core.get("type") != "Core":
                     continue
                 pus = frozenset(int(p.get("os_index")) for p in core.iter("object") if p.get("type") == "PU")
+                self.cores.append(pus)
                 for p in pus:
                     self.core_of[p] = pus
                     if self.siblings.get(p) != pus:
@@ -163,6 +165,17 @@ def parse_tasks(case):
         m = re.match(r"\s*(\d+): ([A-Za-z_][A-Za-z0-9_]*)=(.*)$", line)
         if m:
             tasks.setdefault(int(m.group(1)), {})[m.group(2)] = m.group(3)
+            continue
+        # tests/cli/omp_probe.c run after the probe (NBPROBE_THEN): its places and threads
+        m = re.match(r"\s*(\d+): place (\d+) procs (\S+)$", line)
+        if m:
+            tasks.setdefault(int(m.group(1)), {}).setdefault("gomp_places", {})[int(m.group(2))] = ids(m.group(3))
+            continue
+        m = re.match(r"\s*(\d+): thread (\d+) of (\d+) place (-?\d+) cpus (\S+)$", line)
+        if m:
+            t = tasks.setdefault(int(m.group(1)), {})
+            t.setdefault("gomp_threads", {})[int(m.group(2))] = (int(m.group(4)), ids(m.group(5)))
+            t["gomp_team"] = int(m.group(3))
     return tasks
 
 
@@ -289,6 +302,40 @@ class Checker:
             if doubled:
                 why.append("task %d (%s) has both threads of cores %s" % (r, fmt(cpus), " ".join(doubled)))
         self.check(cid, "--hint=nomultithread: at most one hardware thread per core", not why, "; ".join(why))
+
+    def c_omp(self, cid, tasks, case, _):
+        """--numa-binding=...,omp: one OpenMP place per core of the task's CPUs (lstopo's cores,
+        in its order), each that core's CPUs of the task; one thread per place; close."""
+        why = []
+        for r, t in sorted(tasks.items()):
+            cpus = ids(t["cpus"])
+            want = ["{%s}" % ",".join(str(p) for p in sorted(c & cpus)) for c in self.m.cores if c & cpus]
+            got = (t.get("OMP_NUM_THREADS"), t.get("OMP_PLACES"), t.get("OMP_PROC_BIND"))
+            if got != (str(len(want)), ",".join(want), "close"):
+                why.append("task %d (CPUs %s): OMP_NUM_THREADS/OMP_PLACES/OMP_PROC_BIND %s, want %s"
+                           % (r, fmt(cpus), got, (str(len(want)), ",".join(want), "close")))
+        self.check(cid, "OMP_* = one place per core of the task (lstopo), one thread each, close", not why,
+                   "; ".join(why))
+
+    def c_gomp(self, cid, tasks, case, _):
+        """A libgomp program in the task (NBPROBE_THEN=omp_probe): its places are the task's
+        cores (lstopo), one thread per place, each thread seen only on its place's CPUs."""
+        why = []
+        for r, t in sorted(tasks.items()):
+            cpus = ids(t["cpus"])
+            want = [c & cpus for c in self.m.cores if c & cpus]
+            places = [t.get("gomp_places", {}).get(p) for p in range(len(t.get("gomp_places", {})))]
+            threads = t.get("gomp_threads", {})
+            if places != want:
+                why.append("task %d: places %s, want %s" % (r, [fmt(p or ()) for p in places], [fmt(p) for p in want]))
+            elif t.get("gomp_team") != len(want) or sorted(threads) != list(range(len(want))):
+                why.append("task %d: team %s threads %s, want %d" % (r, t.get("gomp_team"), sorted(threads), len(want)))
+            else:
+                for k, (p, ran) in sorted(threads.items()):
+                    if not (0 <= p < len(places) and ran <= places[p]):
+                        why.append("task %d thread %d (place %d) ran on %s" % (r, k, p, fmt(ran)))
+        self.check(cid, "libgomp: one place per core of the task (lstopo), one thread on each, none off its place",
+                   not why, "; ".join(why))
 
     def c_disjoint(self, cid, tasks, case, _):
         why, seen = [], {}

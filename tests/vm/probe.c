@@ -19,7 +19,7 @@
  *   pages_total=         sum of the above
  *   NUMABIND_*=          every NUMABIND_* environment variable, sorted
  *   <VAR>=               CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
- *                        ZE_AFFINITY_MASK, OMP_PLACES, OMP_PROC_BIND, SLURM_PROCID,
+ *                        ZE_AFFINITY_MASK, OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, SLURM_PROCID,
  *                        SLURM_LOCALID, SLURM_STEP_GPUS, SLURM_CPUS_PER_TASK when set
  * With NBPROBE_OPEN=F0,F1,... (device files) also:
  *   opens=               indexes of the files open(2) lets it open (success, or ENXIO/ENODEV:
@@ -323,12 +323,21 @@ int main(int argc, char **argv)
     free(vars);
     static const char *extra[] = {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                                   "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
-                                  "OMP_PLACES", "OMP_PROC_BIND", "SLURM_PROCID",
+                                  "OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND", "SLURM_PROCID",
                                   "SLURM_LOCALID", "SLURM_STEP_GPUS", "SLURM_CPUS_PER_TASK"};
     for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) {
         const char *v = getenv(extra[i]);
         if (v)
             printf("%s=%s\n", extra[i], v);
+    }
+    /* NBPROBE_THEN=PROGRAM: run it next in this same task (an OpenMP program under the
+     * binding the probe just reported). */
+    const char *then = getenv("NBPROBE_THEN");
+    if (then && *then) {
+        fflush(stdout);
+        execl(then, then, (char *)NULL);
+        printf("then_error=%s: %s\n", then, strerror(errno));
+        return 1;
     }
     return failed;
 }

@@ -52,6 +52,7 @@ stamp setup
 B=/tmp/nbvm-slurm
 mkdir -p "$B"; chmod 0755 "$B"
 cp "$P/probe" "$P/spank_numabind.so" "$P/numabind_stepd.so" "$P/helper_SLOW.so" "$P/cluster.sh" "$B/"
+[ -f "$P/omp_probe" ] && cp "$P/omp_probe" "$B/"  # tests/cli/omp_probe.c, for NBPROBE_THEN
 chmod 0755 "$B"/*
 cp "$P/slurm.cases" /tmp/slurm.cases
 
