@@ -105,7 +105,12 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = cpus_per_task(o, true);
     req.one_thread_per_core = one_thread_per_core;
-    if (one_thread_per_core) req.min_cpus = min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
+    // smt=1: a minimum in threads becomes one in cores, except Slurm's own under
+    // --hint=nomultithread (SLURM_THREADS_PER_CORE=1), which counted cores already.
+    const bool slurm_counted_cores =
+        o.cpus_per_task.empty() && getenv_lookup("SLURM_THREADS_PER_CORE").value_or("") == "1";
+    if (one_thread_per_core && !slurm_counted_cores)
+        req.min_cpus = min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
     note("allowed CPUs " + req.allowed_cpus.to_string() +
          (req.min_cpus ? ", at least " + std::to_string(req.min_cpus) + " per task" : std::string()));
     plan_out = plan_node(topo.model(), accs, req);
