@@ -86,15 +86,19 @@ Exchange run(int ntasks, int silent_rank, int timeout_ms) {
 }  // namespace
 
 TEST(NodeShare, EveryTaskReadsTheSameSets) {
+    // A deadline far beyond any load: what is checked is the sets and that the wait ended when
+    // the last task published, not at the deadline (a 2 s deadline made 64 forks on a loaded
+    // 2-core machine miss a 1.5 s bound: 7 of 8 runs with 8 copies at once).
+    const int deadline_ms = 30000;
     for (int n : {2, 8, 64}) {
-        Exchange res = run(n, -1, 2000);
+        Exchange res = run(n, -1, deadline_ms);
         ASSERT_EQ(res.views.size(), static_cast<size_t>(n));
         for (const std::string& v : res.views) EXPECT_EQ(v, res.views[0]);
         // every task's own set is there, in its order
         EXPECT_NE(res.views[0].find("1:0/1,4,;"), std::string::npos) << res.views[0];
         EXPECT_EQ(res.views[0].find(":2/"), std::string::npos) << res.views[0];  // nobody late
         EXPECT_EQ(res.claims, 1);
-        EXPECT_LT(res.max_wait_ms, 1500) << n << " tasks";
+        EXPECT_LT(res.max_wait_ms, deadline_ms / 2) << n << " tasks";
     }
 }
 
@@ -248,7 +252,7 @@ void run_round(const Round& r, const std::string& label) {
     std::vector<int> others;
     for (int rank = 0; rank < r.ntasks; ++rank)
         if (rank != r.victim && rank != r.silent_rank) others.push_back(fds[static_cast<size_t>(rank)]);
-    const auto guard = std::chrono::steady_clock::now() + std::chrono::milliseconds(r.timeout_ms + 4000);
+    const auto guard = std::chrono::steady_clock::now() + std::chrono::milliseconds(r.timeout_ms + 6000);
     const std::vector<std::string> reports = read_all(others, guard);
     // Now let a stopped victim go on (it must read the same final state), or reap a dead one.
     const pid_t victim = pids[static_cast<size_t>(r.victim)];
@@ -279,8 +283,10 @@ void run_round(const Round& r, const std::string& label) {
         TaskView t = parse_view(rep);
         EXPECT_FALSE(t.view.empty()) << label << ": a task never left the exchange (spinning or hung)";
         if (t.view.empty()) return;
-        // the bound plus slack for a loaded 2-core CI machine (a spinning peer never ends)
-        EXPECT_LT(t.wall_ms, r.timeout_ms + 1500) << label << ": waited past the bound";
+        // The bound plus slack for a loaded machine: a task that waits for its stopped peer never
+        // ends before the guard, and one that spins fails the CPU check, so the slack only has to
+        // cover scheduling (1.5 s was passed by 2.4-2.8 s at load 13 on 2 cores).
+        EXPECT_LT(t.wall_ms, r.timeout_ms + 3000) << label << ": waited past the bound";
         EXPECT_LT(t.cpu_ms, 100) << label << ": burnt CPU while waiting";
         views.push_back(t);
     }
