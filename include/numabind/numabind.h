@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define NUMABIND_API_VERSION 2  /* 2: numabind_plan_json, "error_kind" */
+#define NUMABIND_API_VERSION 3  /* 2: numabind_plan_json, "error_kind"; 3: options smt, omp, ucx; "nics", "omp_kept" */
 
 /* Status codes (the command's exit statuses where they overlap). */
 #define NUMABIND_OK 0

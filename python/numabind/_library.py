@@ -12,7 +12,7 @@ import sys
 from typing import Iterator, List, Tuple
 
 SONAME = "libnumabind.so.0"
-API_VERSION = 2  # numabind_plan_json, numabind_cuda_index, "error_kind"
+API_VERSION = 3  # 2: numabind_plan_json, numabind_cuda_index, "error_kind"; 3: smt, omp, ucx, "nics", "omp_kept"
 INSTALL_HINT = ("install the numabind package (Debian/Ubuntu: apt install ./numabind_*.deb; RHEL/Fedora: "
                 "dnf install numabind), build it (cmake --build build), or set NUMABIND_LIBRARY=/path/to/" + SONAME)
 

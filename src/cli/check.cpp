@@ -556,7 +556,9 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
     std::string parsed = "default=" + std::string(to_string(s.default_mode)) + " mem=" + to_string(s.mem) +
                          " fallback=" + (s.fallback == spank::Fallback::Warn ? "warn" : "fail") +
                          " verbose=" + std::to_string(s.verbose_level) + " respect_user_bind=" + (s.respect_user_bind ? "yes" : "no") +
-                         " batch_step=" + (s.batch_step ? "yes" : "no") + (s.devices.empty() ? "" : " devices=" + s.devices) +
+                         " batch_step=" + (s.batch_step ? "yes" : "no") + " smt=" + (s.one_thread_per_core ? "1" : "all") +
+                         " omp=" + (s.omp ? "yes" : "no") + " ucx=" + (s.ucx ? "yes" : "no") +
+                         (s.devices.empty() ? "" : " devices=" + s.devices) +
                          (s.topology.empty() ? "" : " topology=" + s.topology) +
                          (s.device_files.empty() ? "" : " device_files=" + std::to_string(s.device_files.size()) + " file(s)");
     c.add({"plugstack", "arguments", Status::Ok, "parsed as the plugin parses them: " + parsed, ""});

@@ -91,6 +91,11 @@ check "good node: all device files known -> open() per task" 'row OK "device fil
 check "good node: gres.conf in PCI order" 'row OK slurm "gres.conf order" "in PCI order: /dev/nvidia$minor_0 = $pci_0"'
 check "good node: TaskPlugin, NUMA nodes, cgroup v2, preferred-many" 'row OK slurm TaskPlugin && row OK kernel "NUMA nodes" "8 node" && row OK kernel cgroup "v2 \\(unified\\)" && row OK kernel preferred-many "6.1.0-fake"'
 check "good node: plugstack arguments parsed by the plugin's parser" 'row OK plugstack arguments "default=exclusive mem=prefer fallback=warn"'
+nb "$WORK/good" --plugstack "required $PLUG default=node smt=1 omp=yes ucx=yes"
+check "plugstack smt=, omp=, ucx= (issue 22) parsed by the plugin's parser" 'row OK plugstack arguments "default=node .* smt=1 omp=yes ucx=yes"'
+nb "$WORK/good" --plugstack "required $PLUG default=node smt=2"
+check "plugstack smt=2: FAIL naming the value and the choices" '[ $(rc) = 1 ] && row FAIL plugstack arguments "invalid value .2. for smt \\(valid: 1, all\\)"'
+nb "$WORK/good" --plugstack "required $PLUG default=exclusive fallback=warn"
 check "good node: engine beside the plugin" 'row OK plugstack "step engine" "numabind_stepd.so \\(uid 0, mode 0755\\)"'
 
 # ---- NVML's CPU affinity, from a stand-in libnvidia-ml.so.1 fed hwloc-calc's local CPUs ----
