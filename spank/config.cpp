@@ -50,8 +50,8 @@ UserChoice parse_option_value(std::string_view value) {
         if ((item == "verbose" || item == "verbose=1" || item == "verbose=2") && !seen_verbose) {
             c.verbose_level = item == "verbose=2" ? 2 : 1;
             seen_verbose = true;
-        } else if (item == "ucx" && !c.ucx) {
-            c.ucx = true;
+        } else if ((item == "ucx" || item == "ucx=yes" || item == "ucx=no") && !c.ucx) {
+            c.ucx = item != "ucx=no";
         } else if (item.rfind("mem=", 0) == 0 && !c.mem) {
             try {
                 c.mem = parse_mem_policy(item.substr(4));

@@ -18,12 +18,12 @@ inline constexpr const char* kOptionEnv = "SLURM_SPANK__SLURM_SPANK_OPTION_numab
 // One line that lists every accepted form of the option value.
 std::string option_help();
 
-// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>][,ucx][,smt=1|all][,omp[=yes|no]]
+// --numa-binding=<mode>[,verbose[=2]][,mem=<policy>][,ucx[=yes|no]][,smt=1|all][,omp[=yes|no]]
 struct UserChoice {
     Mode mode = Mode::None;
     std::optional<MemPolicy> mem;  // unset: site default
     int verbose_level = 0;         // verbose: 1 (one line per task), verbose=2: with timings and sources
-    bool ucx = false;              // ucx: UCX_NET_DEVICES from the task's nearest NICs
+    std::optional<bool> ucx;       // ucx / ucx=yes|no: UCX_NET_DEVICES from the nearest NICs; unset: site default
     std::optional<bool> one_thread_per_core;  // smt=1 (true) | smt=all (false); unset: site default
     std::optional<bool> omp;                  // omp / omp=yes|no; unset: site default
 };

@@ -45,7 +45,7 @@ StepDecision decide_step(const SiteConfig& site, const StepFacts& f) {
                                                                                           : site.one_thread_per_core);
     d.omp = user && f.choice.omp ? *f.choice.omp : site.omp;
     d.min_cpus_in_cores = f.hint_nomultithread;
-    d.ucx = site.ucx || (user && f.choice.ucx);
+    d.ucx = user && f.choice.ucx ? *f.choice.ucx : site.ucx;
     if (d.mode == Mode::None) {
         d.action = f.option_given ? A::ExplicitNone : A::Unbound;
         return d;

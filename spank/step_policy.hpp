@@ -49,7 +49,7 @@ struct StepDecision {
     bool one_thread_per_core = false;  // smt=1 (the user's, else the site's), or --hint=nomultithread
     bool omp = false;                  // omp (the user's, else the site's): OMP_* where unset
     bool min_cpus_in_cores = false;    // --hint=nomultithread: Slurm counted --cpus-per-task in cores
-    bool ucx = false;                  // set UCX_NET_DEVICES (srun ,ucx or plugstack ucx=yes)
+    bool ucx = false;                  // set UCX_NET_DEVICES (the user's ucx[=yes|no], else the site's ucx=)
     // Said once per step: why the step is not bound (verbose only), or the option error.
     std::string message;
 };

@@ -182,6 +182,8 @@ TEST(SpankOption, UcxFlag) {
     EXPECT_NE(e.find("'ucx'"), std::string::npos) << e;
     EXPECT_NE(e.find(" ucx,"), std::string::npos) << e;  // named among the valid flags
     EXPECT_NE(usage_error([] { parse_option_value("node,ucx=1"); }), "(no error)");
+    EXPECT_TRUE(*parse_option_value("node,ucx=yes").ucx);
+    EXPECT_FALSE(*parse_option_value("node,ucx=no").ucx);  // a job opts out of a site's ucx=yes
     EXPECT_FALSE(parse_site_config({}).ucx);
     EXPECT_TRUE(parse_site_config({"ucx=yes"}).ucx);
     EXPECT_FALSE(parse_site_config({"ucx=no"}).ucx);

@@ -164,4 +164,6 @@ TEST(StepPolicy, UcxFromOptionOrSite) {
     EXPECT_TRUE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true)).ucx);
     EXPECT_TRUE(decide_step(site({}), facts(StepKind::Normal, true, "node,ucx")).ucx);
     EXPECT_FALSE(decide_step(site({}), facts(StepKind::Normal, true, "node")).ucx);
+    EXPECT_FALSE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true, "node,ucx=no")).ucx);
+    EXPECT_TRUE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true, "node")).ucx);
 }
