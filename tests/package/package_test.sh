@@ -237,7 +237,7 @@ step_examples() {
       python3 "$py" --placement-only --workers 2 >"$work/excl.out" 2>"$work/excl.err" || true
     cat "$work/excl.out" "$work/excl.err"
     local want; want=$("$STAGE/bin/numabind" plan --topology "$work/this.xml" --mode exclusive --ntasks 2 |
-                       awk '$1 == 1 { print $NF }')
+                       awk '$1 == "rank" { for (i = 1; i <= NF; i++) if ($i == "cpus") c = i } $1 == 1 { print $c }')
     check "placement (exclusive, rank 1 of 2): main + workers on CPUs $want" \
       test "$(grep -c " mode=exclusive .* numabind_cpus=$want cpus_allowed=$want .* match=yes" "$work/excl.out")" = 3
   fi
