@@ -29,6 +29,7 @@
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/task_planner.hpp"
 #include "numabind/topology_cache.hpp"
+#include "xml_probe.hpp"
 
 namespace fs = std::filesystem;
 
@@ -567,6 +568,7 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
         const std::string path = spank::expand_path(s.topology, node_name(), short_hostname());
         Row r{"plugstack", "topology=", Status::Ok, "", ""};
         try {
+            if (auto died = cli::hwloc_dies_loading(path)) throw Error(*died);
             auto t = load_topology(path, false, [](const std::string&) {});
             const Topology& a = t->model();
             const Topology& b = c.node->model();
@@ -775,6 +777,8 @@ int run_check(const CheckOptions& o) {
     c.root = root();
     {
         ScopedQuietHwlocPlugins quiet;
+        if (!o.topology.empty())
+            if (auto died = cli::hwloc_dies_loading(o.topology)) throw Error("--topology: " + *died);
         c.node = load_topology(o.topology, false, [](const std::string&) {});
     }
     check_plugstack(c, o);  // first: devices= decides what counts as an accelerator

@@ -28,6 +28,7 @@
 #include "check.hpp"
 #include "draw.hpp"
 #include "rank_source.hpp"
+#include "xml_probe.hpp"
 
 namespace nb = numabind;
 
@@ -92,6 +93,7 @@ struct Options : nb::TaskRequest {
     bool threads = false;  // show --threads
     std::string draw;      // plan/show --draw FILE
     bool ucx = false;      // run --ucx: UCX_NET_DEVICES from the task's nearest NICs
+    bool probe_xml = false;  // topo, plan: load --topology in a child first (xml_probe.hpp)
 };
 
 void note(const Options& o, const std::string& msg) {
@@ -111,6 +113,9 @@ void note(const Options& o, const std::string& msg) {
 
 std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_this_system) {
     nb::ScopedQuietHwlocPlugins quiet;  // single-threaded here: no dlopen of hwloc's GL/OpenCL plugins
+    // topo and plan are how an admin tries a topology= file: hwloc dying on it is reported.
+    if (o.probe_xml && !o.topology.empty())
+        if (auto died = nb::cli::hwloc_dies_loading(o.topology)) throw nb::Error(*died);
     return nb::load_topology(o.topology, xml_is_this_system, [&](const std::string& m) { note(o, m); });
 }
 
@@ -377,6 +382,7 @@ int main(int argc, char** argv) {
         if (run->parsed()) return cmd_run(o, program);
         if (!program.empty()) throw nb::UsageError("unexpected arguments after '--' (only 'run' takes a program)");
         if (show->parsed()) return cmd_show(o);
+        o.probe_xml = plan->parsed() || topo->parsed();
         if (plan->parsed()) return cmd_plan(o);
         if (topo->parsed()) return cmd_topo(o);
         if (check->parsed()) return nb::check::run_check(check_options);

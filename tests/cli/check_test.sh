@@ -183,6 +183,20 @@ tree auto --autodetect --no-info 0,1
 nb "$WORK/auto"
 check "AutoDetect=nvml: PCI order, the shared-list rule is right" 'row OK slurm "gres.conf order" "AutoDetect=nvml" && row OK "device files" "GPU rule" "right here"'
 
+# ---- a topology= file that hwloc itself dies on (admin input: reported, never fatal) ----
+# Expected from lstopo: only where this hwloc crashes on the reproducer (hwloc 2.9 does).
+crash_xml=$(cd "$(dirname "$0")/../.." && pwd)/fuzz/known-hwloc-crashes/bitmap-sscanf-assert.xml
+if (ulimit -c 0; lstopo --input "$crash_xml" --of xml - >/dev/null 2>&1) 2>/dev/null; then
+  echo "skip - this hwloc loads $(basename "$crash_xml") (no crash to report)"
+else
+  (cd "$WORK" && nb "$WORK/good" --plugstack "required $PLUG default=node topology=$crash_xml")
+  check "topology= that crashes hwloc: FAIL row saying so, check itself exits 1" \
+    '[ $(rc) = 1 ] && row FAIL plugstack "topology=" "hwloc crashed loading .*SIGABRT"'
+  (cd "$WORK" && "$NB" topo --topology "$crash_xml" >"$WORK/out" 2>"$WORK/err"; echo $? >"$WORK/rc")
+  check "topo --topology on it: one line, exit 1, no core file" \
+    '[ $(rc) = 1 ] && [ $(wc -l <"$WORK/err") = 1 ] && grep -q "hwloc crashed loading" "$WORK/err" && ! ls "$WORK"/core* >/dev/null 2>&1'
+fi
+
 # ---- usage ----
 nb "$WORK/good" --plugstack "x" --plugstack-file /etc/hosts
 check "--plugstack with --plugstack-file: exit 2" '[ $(rc) = 2 ]'
