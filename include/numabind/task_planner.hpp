@@ -30,7 +30,9 @@ struct TaskRequest {
     std::string rank_source = "auto";
     // No task gets fewer CPUs (--cpus-per-task; `numabind run` under srun: $SLURM_CPUS_PER_TASK).
     std::string cpus_per_task;
-    std::string smt = "all";  // "1": one hardware thread per core (--smt)
+    // "1": one hardware thread per core, "all": every sibling (--smt); empty: "1" under Slurm's
+    // --hint=nomultithread (SLURM_THREADS_PER_CORE=1) for a task (run, bind), else "all".
+    std::string smt;
     bool omp = false;         // --omp: OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND where unset
 };
 

@@ -296,7 +296,7 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
          devices: Optional[IntList] = None, device_match: Optional[str] = None, topology: Optional[PathLike] = None,
          migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
          rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True,
-         smt: Union[int, str] = "all", omp: bool = False, ucx: bool = False) -> Dict[str, Any]:
+         smt: Optional[Union[int, str]] = None, omp: bool = False, ucx: bool = False) -> Dict[str, Any]:
     """Binds every thread of this process to its task's share of the node, as `numabind run`
     would plan it. Returns a dict: bound, mode, local_rank, cpus, mems, mem_policy, device,
     devices, threads, threads_mem_policy, pages_moved (with migrate=True), warnings, env,
@@ -307,7 +307,8 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     mode: none, node, socket, exclusive, core-complex (or torch's AffinityMode);
     within_affinity=True: stay inside this thread's current affinity (taskset, a launcher's
     pinning) instead of the whole cpuset; thread_pools=False: leave OMP_NUM_THREADS and
-    torch's intra-op pool alone; smt=1: one hardware thread per core (the first sibling);
+    torch's intra-op pool alone; smt=1: one hardware thread per core (the first sibling), "all":
+    every sibling, None: 1 under Slurm's --hint=nomultithread, else all;
     omp=True: also OMP_NUM_THREADS (one per core), OMP_PLACES (one place per core) and
     OMP_PROC_BIND=close for the process's children, each only where not set already (the
     result's "omp_kept" names those left alone); ucx=True: also UCX_NET_DEVICES from the
@@ -315,7 +316,9 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     values = _options(local_rank, ntasks, mode, mem, devices, device_match, topology, allowed_cpus, rank_source,
                       within_affinity)
     values["migrate"] = "1" if _bool("migrate", migrate) else "0"
-    values["smt"], values["omp"] = _smt(smt), "1" if _bool("omp", omp) else "0"
+    if smt is not None:
+        values["smt"] = _smt(smt)
+    values["omp"] = "1" if _bool("omp", omp) else "0"
     values["ucx"] = "1" if _bool("ucx", ucx) else "0"
     fallback = _choice("fallback", fallback, ("fail", "warn"))
     _bool("thread_pools", thread_pools)

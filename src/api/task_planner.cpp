@@ -58,7 +58,10 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
                         const Notify& note, const Notify& warn, std::vector<OmpVariable>* omp_out) {
     const Mode mode = parse_mode(o.mode);
     const MemPolicy mem = parse_mem_policy(o.mem);
-    const bool one_thread_per_core = parse_smt(o.smt, "--smt");
+    // Unset: what `srun --hint=nomultithread` asked of Slurm holds for the task too.
+    const bool one_thread_per_core =
+        o.smt.empty() ? getenv_lookup("SLURM_THREADS_PER_CORE").value_or("") == "1" : parse_smt(o.smt, "--smt");
+    if (o.smt.empty() && one_thread_per_core) note("one thread per core: SLURM_THREADS_PER_CORE=1 (--hint=nomultithread)");
     auto topo_ptr = load_topology(o.topology, true, note);
     const HwlocTopology& topo = *topo_ptr;
     note("topology: " + topo.source());
@@ -122,7 +125,7 @@ NodePlan plan_preview(const TaskRequest& o, const Notify& note, const std::strin
     PlanRequest req;
     req.mode = parse_mode(o.mode);
     req.mem = parse_mem_policy(o.mem);
-    req.one_thread_per_core = parse_smt(o.smt, "--smt");
+    req.one_thread_per_core = !o.smt.empty() && parse_smt(o.smt, "--smt");  // a preview: unset is all
     req.ntasks = 0;  // unknown until given or found
     if (!o.ntasks.empty()) {
         req.ntasks = parse_nonnegative(o.ntasks, ntasks_name);

@@ -130,7 +130,7 @@ nb::TaskPlan plan_this_task(const Options& o, nb::NodePlan& plan_out, std::vecto
 int cmd_run(const Options& o, const std::vector<std::string>& program) {
     const nb::Mode mode = nb::parse_mode(o.mode);
     (void)nb::parse_mem_policy(o.mem);  // bad values are usage errors before anything else
-    (void)nb::parse_smt(o.smt, "--smt");
+    if (!o.smt.empty()) (void)nb::parse_smt(o.smt, "--smt");
     if (o.fallback != "fail" && o.fallback != "warn")
         throw nb::UsageError("invalid --fallback '" + o.fallback + "' (valid: fail, warn)");
     if (program.empty()) throw nb::UsageError("run: missing program (usage: numabind run [OPTIONS] -- PROGRAM [ARGS...])");
@@ -193,7 +193,7 @@ int cmd_plan(const Options& o) {
     req.allowed_cpus = o.allowed_cpus.empty() ? std::move(allowed.cpus) : nb::IdSet::parse(o.allowed_cpus);
     req.allowed_mems = std::move(allowed.mems);
     req.min_cpus = nb::cpus_per_task(o, false);
-    req.one_thread_per_core = nb::parse_smt(o.smt, "--smt");
+    req.one_thread_per_core = !o.smt.empty() && nb::parse_smt(o.smt, "--smt");
     if (req.one_thread_per_core) req.min_cpus = nb::min_cpus_one_thread(topo.model(), req.allowed_cpus, req.min_cpus);
     nb::NodePlan plan = nb::plan_node(topo.model(), accs, req);
     if (!o.draw.empty()) {
@@ -313,7 +313,7 @@ int main(int argc, char** argv) {
     run->add_option("--cpus-per-task", o.cpus_per_task,
                     "no task gets fewer CPUs: its GPU's node, then the nearest (default under srun: $SLURM_CPUS_PER_TASK)");
     run->add_flag("--ucx", o.ucx, "also set UCX_NET_DEVICES to the task's nearest fabric NICs (unless already set)");
-    run->add_option("--smt", o.smt, "hardware threads per core: 1 (the first sibling of each core) or all (default)");
+    run->add_option("--smt", o.smt, "hardware threads per core: 1 (the first sibling of each core) or all (default: 1 under srun --hint=nomultithread, else all)");
     run->add_flag("--omp", o.omp,
                   "set OMP_NUM_THREADS (one per core), OMP_PLACES (one place per core) and OMP_PROC_BIND=close "
                   "where not already set");

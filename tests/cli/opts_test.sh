@@ -91,6 +91,11 @@ if [ "$(nproc --all)" -ge 2 ] && taskset -c 0,1 true 2>/dev/null; then
   check "run --smt 1 with SLURM_CPUS_PER_TASK=2 on one 2-thread core: at least 1 CPU (one core)" '[ $(rc) = 0 ] && grep -q "at least 1 per task" "$WORK/err"'
   SLURM_CPUS_PER_TASK=2 SLURM_THREADS_PER_CORE=1 nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 --smt 1 -v -- true
   check "run --smt 1 with SLURM_THREADS_PER_CORE=1 (the hint): SLURM_CPUS_PER_TASK=2 stays 2" 'grep -q "at least 2 per task" "$WORK/err"'
+  # srun --hint=nomultithread (SLURM_THREADS_PER_CORE=1): an unset --smt follows it, --smt all overrides it.
+  SLURM_THREADS_PER_CORE=1 nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 -- grep Cpus_allowed_list /proc/self/status
+  check "run without --smt under --hint=nomultithread: the core's first PU ($one)" '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$one")" ]'
+  SLURM_THREADS_PER_CORE=1 nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 --smt all -- grep Cpus_allowed_list /proc/self/status
+  check "run --smt all under --hint=nomultithread: both siblings ($both)" '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$both")" ]'
   nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 -- grep Cpus_allowed_list /proc/self/status
   check "run without --smt: both siblings ($both)" '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$both")" ]'
 else
