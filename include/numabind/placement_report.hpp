@@ -9,6 +9,7 @@
 
 #include "numabind/accelerators.hpp"
 #include "numabind/binding.hpp"
+#include "numabind/nics.hpp"
 #include "numabind/task_planner.hpp"
 
 namespace numabind {
@@ -27,6 +28,7 @@ struct PlacementReport {
     std::optional<Accelerator> device;  // the first owned device
     std::vector<int> devices;           // every owned device (physical indexes)
     std::vector<int> device_nodes;      // union of their home nodes
+    std::vector<Nic> nics;              // the fabric NICs nearest those devices (nics.hpp)
     std::string device_source;
     std::vector<std::string> warnings;
     std::optional<PlannedBinding> plan;  // set: the device is not seen, the report shows the plan

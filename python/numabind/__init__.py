@@ -446,7 +446,8 @@ def _opt(name: str, value: Any) -> Optional[bytes]:
 
 def placement(topology: Optional[PathLike] = None, device_match: Optional[str] = None) -> Dict[str, Any]:
     """This process's placement, as `numabind show --json` prints it: pid, cpus, cpu_numa_nodes,
-    mem_policy, mem_nodes (the calling thread's), device, warnings; after a bind from another
+    mem_policy, mem_nodes (the calling thread's), device, devices, nics (the fabric NICs nearest
+    those devices, [{"name", "pci"}]), warnings; after a bind from another
     topology (devices this machine does not show), also "plan" and "note"."""
     return _json_call(_lib.numabind_placement_json, _opt("topology", topology), _opt("device_match", device_match))
 

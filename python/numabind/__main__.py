@@ -49,6 +49,8 @@ def _print_show(s: dict) -> None:
               f"[{d['source']}]")
     else:
         print("device:     none")
+    if s.get("nics"):
+        print("nics:       " + ", ".join(f"{n['name']} ({n['pci']})" for n in s["nics"]))
     for w in s["warnings"]:
         print(f"warning: {w}")
 

@@ -84,6 +84,7 @@ PlacementReport current_placement_report(const std::string& topology, const std:
         }
     }
     for (int d : owned) r.device_nodes.insert(r.device_nodes.end(), accs[d].home_nodes.begin(), accs[d].home_nodes.end());
+    r.nics = nics_for_devices(m, fabric_nics(m), accs, owned);
     std::sort(r.device_nodes.begin(), r.device_nodes.end());
     r.device_nodes.erase(std::unique(r.device_nodes.begin(), r.device_nodes.end()), r.device_nodes.end());
     auto off_home = [&](int n) { return std::find(r.device_nodes.begin(), r.device_nodes.end(), n) == r.device_nodes.end(); };
@@ -124,7 +125,9 @@ nlohmann::ordered_json placement_to_json(const PlacementReport& r) {
                                   {"mem_nodes", r.placement.mem_nodes.ids()},
                                   {"device", dev},
                                   {"devices", r.devices},
+                                  {"nics", nlohmann::ordered_json::array()},
                                   {"warnings", r.warnings}};
+    for (const Nic& n : r.nics) out["nics"].push_back({{"name", n.name}, {"pci", n.pci}});
     if (r.plan) {
         out["plan"] = {{"mode", r.plan->mode}, {"cpus", r.plan->cpus}, {"mems", r.plan->mems},
                        {"mem_policy", r.plan->mem_policy}, {"devices", r.plan->devices},
@@ -151,6 +154,11 @@ std::string placement_to_text(const PlacementReport& r) {
             << r.device_source << "]\n";
     else
         out << "device:     none\n";
+    if (!r.nics.empty()) {
+        out << "nics:       ";
+        for (size_t i = 0; i < r.nics.size(); ++i) out << (i ? ", " : "") << r.nics[i].name << " (" << r.nics[i].pci << ")";
+        out << "\n";
+    }
     for (const std::string& w : r.warnings) out << "warning: " << w << "\n";
     return out.str();
 }

@@ -127,6 +127,8 @@ def main():
         out = run(base + ["--", "sh", "-c", show], env).strip()
         check("run rank %d: NUMABIND_NICS=%s, UCX_NET_DEVICES untouched" % (rank, ",".join(names)),
               out == "nics=%s ucx=unset" % ",".join(names), out)
+        shown = json.loads(run(base + ["--", nb, "show", "--topology", this, "--json"], env))
+        check("show rank %d: nics %s" % (rank, ",".join(names)), [n["name"] for n in shown["nics"]] == names, shown)
         out = run(base + ["--ucx", "--", "sh", "-c", show], env).strip()
         want = ",".join(n + ":1" for n in names)  # the generator's HCAs have port 1 ACTIVE
         check("run --ucx rank %d: UCX_NET_DEVICES=%s" % (rank, want), out == "nics=%s ucx=%s" % (",".join(names), want), out)
