@@ -248,7 +248,7 @@ step_examples() {
   # the model trains, and the main process and its DataLoader workers stay on the plan's CPUs.
   if python3 -c 'import torch' 2>/dev/null; then
     local tv; tv=$(python3 -c 'import torch; print(torch.__version__)')
-    local cpus; cpus=$("$STAGE/bin/numabind" plan --topology "$work/this.xml" --mode node --ntasks 1 | awk '$1 == 0 { print $NF }')
+    local cpus; cpus=$("$STAGE/bin/numabind" plan --topology "$work/this.xml" --mode node --ntasks 1 | awk '$1 == "rank" { for (i = 1; i <= NF; i++) if ($i == "cpus") c = i } $1 == 0 { print $c }')
     timeout 300 "$STAGE/bin/numabind" run --topology "$work/this.xml" --mode node --local-rank 0 --ntasks 1 -- \
       python3 "$py" --steps 3 --batch-size 4 --image-size 64 --resize 32 --workers 2 --classes 10 \
       >"$work/train.out" 2>"$work/train.err" && rc=0 || rc=$?
