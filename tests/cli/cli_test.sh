@@ -11,10 +11,8 @@ CORPUS=${NUMABIND_TOPOLOGY_CORPUS:-$2}
 GEN=$3
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+# shellcheck source=tests/tools/checks.sh
+. "$(dirname "$0")/../tools/checks.sh"
 
 # Generated nodes used below (each check takes its expected values from hwloc-calc).
 for preset in nps4 mi300a-tpx workstation; do

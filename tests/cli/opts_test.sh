@@ -11,10 +11,8 @@ PROBE_SRC=$3
 CORPUS=${NUMABIND_TOPOLOGY_CORPUS:-${4:-}}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); }
-check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+# shellcheck source=tests/tools/checks.sh
+. "$(dirname "$0")/../tools/checks.sh"
 nb() { "$NB" "$@" >"$WORK/out" 2>"$WORK/err"; echo $? >"$WORK/rc"; }
 rc() { cat "$WORK/rc"; }
 one_line_error() { [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q -- "$1" "$WORK/err"; }
