@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "numabind/error.hpp"
+#include "numabind/report.hpp"
 
 namespace numabind {
 
@@ -20,29 +21,34 @@ int min_cpus_one_thread(const Topology& topo, const IdSet& allowed, int min_cpus
     return (min_cpus + threads - 1) / threads;
 }
 
-std::string omp_places(const Topology& topo, const IdSet& cpus) {
-    std::string out;
-    auto place = [&out](const IdSet& pus) {
-        std::string p;
-        for (int pu : pus.ids()) p += (p.empty() ? "" : ",") + std::to_string(pu);
-        out += (out.empty() ? "{" : ",{") + p + "}";
-    };
+namespace {
+
+// The places of omp_places, one CPU list each.
+std::vector<IdSet> place_sets(const Topology& topo, const IdSet& cpus) {
+    std::vector<IdSet> places;
     IdSet in_cores;
     for (const Core& c : topo.cores) {
         in_cores |= c.pus;
-        const IdSet mine = c.pus & cpus;
-        if (!mine.empty()) place(mine);
+        if (IdSet mine = c.pus & cpus; !mine.empty()) places.push_back(std::move(mine));
     }
-    for (int pu : (cpus - in_cores).ids()) place(IdSet{pu});
+    for (int pu : (cpus - in_cores).ids()) places.push_back(IdSet{pu});
+    return places;
+}
+
+std::string places_text(const std::vector<IdSet>& places) {
+    std::string out;
+    for (const IdSet& p : places) out += (out.empty() ? "{" : ",{") + join(p.ids()) + "}";
     return out;
 }
 
+}  // namespace
+
+std::string omp_places(const Topology& topo, const IdSet& cpus) { return places_text(place_sets(topo, cpus)); }
+
 std::vector<OmpVariable> omp_environment(const Topology& topo, const IdSet& cpus, const EnvLookup& env) {
-    const std::string places = omp_places(topo, cpus);
-    int nplaces = 0;
-    for (char ch : places) nplaces += ch == '{';
-    std::vector<OmpVariable> vars = {{"OMP_NUM_THREADS", std::to_string(nplaces)},
-                                     {"OMP_PLACES", places},
+    const std::vector<IdSet> places = place_sets(topo, cpus);
+    std::vector<OmpVariable> vars = {{"OMP_NUM_THREADS", std::to_string(places.size())},
+                                     {"OMP_PLACES", places_text(places)},
                                      {"OMP_PROC_BIND", "close"}};
     for (OmpVariable& v : vars) {
         const auto have = env ? env(v.name) : std::nullopt;
