@@ -1,6 +1,7 @@
 // The node model as text: see model_text.hpp.
 #include "numabind/model_text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -77,6 +78,17 @@ std::string net_text(const NetDevice& n) {
     for (char& c : subtype)
         if (c == ' ' || c == '\n' || c == '\r') c = '_';
     return std::string(n.rdma ? "1" : "0") + " " + (ports.empty() ? "-" : ports) + " " + subtype + " " + one_line(n.name);
+}
+
+// Each item of a comma-separated field ("-": none, as model_to_text writes an empty list).
+template <typename F>
+void for_each_item(std::string_view list, F&& each) {
+    if (list == "-") return;
+    for (size_t s = 0; s <= list.size();) {
+        const size_t e = std::min(list.find(',', s), list.size());
+        each(list.substr(s, e - s));
+        s = e + 1;
+    }
 }
 
 // Fields of one line: `n` words, then (with rest) what is left of the line.
@@ -233,30 +245,16 @@ Topology model_from_text(std::string_view whole, const ModelLimits& limits) {
             d.machine_level = machine == 1;
             d.l3 = l.integer();
             d.locality = l.set();
-            const std::string_view devs = l.word();
-            if (devs != "-") {
-                size_t s = 0;
-                while (s <= devs.size()) {
-                    size_t e = devs.find(',', s);
-                    if (e == std::string_view::npos) e = devs.size();
-                    if (e > s) d.os_devices.emplace_back(devs.substr(s, e - s));
-                    s = e + 1;
-                }
-            }
-            const std::string_view bridges = l.word();
-            if (bridges != "-") {
-                size_t s = 0;
-                while (s <= bridges.size()) {
-                    size_t e = bridges.find(',', s);
-                    if (e == std::string_view::npos) e = bridges.size();
-                    Line item{bridges.substr(s, e - s), 0, number, &limits};
-                    const int b = item.integer();
-                    if (b < 0) l.fail("a bridge index is negative");
-                    if (d.bridges.size() >= 256) l.fail("more than 256 bridges above one PCI function");
-                    d.bridges.push_back(b);
-                    s = e + 1;
-                }
-            }
+            for_each_item(l.word(), [&](std::string_view dev) {
+                if (!dev.empty()) d.os_devices.emplace_back(dev);
+            });
+            for_each_item(l.word(), [&](std::string_view index) {
+                Line item{index, 0, number, &limits};
+                const int b = item.integer();
+                if (b < 0) l.fail("a bridge index is negative");
+                if (d.bridges.size() >= 256) l.fail("more than 256 bridges above one PCI function");
+                d.bridges.push_back(b);
+            });
             d.name = std::string(l.rest());
             if (m.pci_devices.size() >= limits.max_pci) too_many("PCI devices", limits.max_pci);
             m.pci_devices.push_back(std::move(d));
@@ -267,23 +265,15 @@ Topology model_from_text(std::string_view whole, const ModelLimits& limits) {
             const int rdma = l.integer();
             if (rdma != 0 && rdma != 1) l.fail("rdma is neither 0 nor 1");
             n.rdma = rdma == 1;
-            const std::string_view ports = l.word();
-            if (ports != "-") {
-                size_t s = 0;
-                while (s <= ports.size()) {
-                    size_t e = ports.find(',', s);
-                    if (e == std::string_view::npos) e = ports.size();
-                    const std::string_view item = ports.substr(s, e - s);
-                    const size_t eq = item.find('=');
-                    if (eq == std::string_view::npos) l.fail("port '" + std::string(item.substr(0, 32)) + "' is not N=STATE");
-                    Line p{item.substr(0, eq), 0, number, &limits}, st{item.substr(eq + 1), 0, number, &limits};
-                    const int port = p.integer(), state = st.integer();
-                    if (port < 0 || port > 255 || state < 0 || state > 255) l.fail("port or state out of range");
-                    if (n.ports.size() >= 256) l.fail("more than 256 ports");
-                    n.ports.emplace_back(port, state);
-                    s = e + 1;
-                }
-            }
+            for_each_item(l.word(), [&](std::string_view item) {
+                const size_t eq = item.find('=');
+                if (eq == std::string_view::npos) l.fail("port '" + std::string(item.substr(0, 32)) + "' is not N=STATE");
+                Line p{item.substr(0, eq), 0, number, &limits}, st{item.substr(eq + 1), 0, number, &limits};
+                const int port = p.integer(), state = st.integer();
+                if (port < 0 || port > 255 || state < 0 || state > 255) l.fail("port or state out of range");
+                if (n.ports.size() >= 256) l.fail("more than 256 ports");
+                n.ports.emplace_back(port, state);
+            });
             const std::string_view subtype = l.word();
             if (subtype != "-") n.subtype = std::string(subtype);
             n.name = std::string(l.rest());
