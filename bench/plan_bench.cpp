@@ -26,7 +26,7 @@
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/plan.hpp"
-#include "numabind/topology_cache.hpp"
+#include "hwloc/topology_cache.hpp"
 
 namespace nb = numabind;
 

@@ -7,7 +7,7 @@
 #   <Slurm plugin dir>/spank_numabind.so                 the SPANK plugin     (component plugin)
 #   <Slurm plugin dir>/numabind_stepd.so                 its step engine, loaded by the plugin
 #   <plugstack.conf.d>/numabind.conf                     its plugstack entry  (component plugin)
-#   PREFIX/include/numabind/*.hpp, PREFIX/LIBDIR/libnumabind.a,
+#   PREFIX/include/numabind/{numabind.h,*.hpp} (the public API), PREFIX/LIBDIR/libnumabind{,_core,_sys,_hwloc}.a,
 #   PREFIX/LIBDIR/cmake/numabind/numabind{Config,ConfigVersion,Targets}.cmake,
 #   PREFIX/LIBDIR/pkgconfig/numabind.pc                  the library          (component devel)
 #   PREFIX/share/man/man1/numabind.1, man8/spank_numabind.8                   (component man)
@@ -166,10 +166,12 @@ if(NOT TARGET spank_numabind)
 endif()
 
 # ---------------------------------------------------------------- library, headers, package config
-install(TARGETS numabind EXPORT numabindTargets
+# libnumabind is four static libraries (src/CMakeLists.txt); numabind::numabind brings the rest.
+install(TARGETS numabind numabind_core numabind_sys numabind_hwloc EXPORT numabindTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# include/numabind holds the public API only (docs/API.md): the C header and the C++ planning API.
 install(DIRECTORY include/numabind DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
 install(EXPORT numabindTargets NAMESPACE numabind:: DESTINATION ${NUMABIND_CMAKE_INSTALL_DIR}

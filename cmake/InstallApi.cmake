@@ -1,4 +1,4 @@
-# cmake/InstallApi.cmake — install rules of the C API and the Python module (issue 16, 23).
+# cmake/InstallApi.cmake — install rules of the C API and the Python module.
 #
 #   PREFIX/LIBDIR/libnumabind.so.0.1.0, libnumabind.so.0   the shared library (component runtime)
 #   PREFIX/LIBDIR/libnumabind.so                           its link name      (component devel)

@@ -7,7 +7,7 @@
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
-#include "numabind/visible.hpp"
+#include "core/visible.hpp"
 
 using namespace numabind;
 

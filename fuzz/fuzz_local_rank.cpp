@@ -7,8 +7,8 @@
 
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
-#include "numabind/local_rank.hpp"
-#include "rank_source.hpp"
+#include "core/local_rank.hpp"
+#include "pmix_rank.hpp"
 
 using namespace numabind;
 
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     };
     const std::string source = env.count("@source") ? opt("@source") : std::string("auto");
     try {
-        LocalRank lr = resolve_local_rank(opt("@local_rank"), opt("@ntasks"), source, look);
+        LocalRank lr = resolve_local_rank(opt("@local_rank"), opt("@ntasks"), source, look, pmix_rank_source());
         NB_FUZZ_CHECK(lr.rank >= 0 && lr.size >= 0, lr.source);
         NB_FUZZ_CHECK(lr.size == 0 || lr.rank < lr.size, lr.source);
         NB_FUZZ_CHECK(!lr.source.empty(), "no source");

@@ -8,7 +8,7 @@
 
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
-#include "numabind/model_text.hpp"
+#include "core/model_text.hpp"
 
 using namespace numabind;
 

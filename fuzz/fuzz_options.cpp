@@ -7,7 +7,7 @@
 #include "numabind/error.hpp"
 #include "numabind/plan.hpp"
 #ifdef NUMABIND_FUZZ_SPANK
-#include "config.hpp"
+#include "policy/config.hpp"
 #endif
 
 using namespace numabind;

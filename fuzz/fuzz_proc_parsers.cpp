@@ -10,7 +10,7 @@
 
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
-#include "numabind/process_audit.hpp"
+#include "core/process_audit.hpp"
 
 using namespace numabind;
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "numabind/text.hpp"
-#include "numabind/visible.hpp"
+#include "core/text.hpp"
+#include "core/visible.hpp"
 
 namespace nbfuzz {
 

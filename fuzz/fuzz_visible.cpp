@@ -10,7 +10,7 @@
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/plan.hpp"
-#include "numabind/visible.hpp"
+#include "core/visible.hpp"
 
 using namespace numabind;
 

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "query_barrier.hpp"
-#include "rank_source.hpp"
+#include "pmix_rank.hpp"
 
 extern char** environ;
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "numabind/idset.hpp"
-#include "numabind/process_allowed.hpp"
+#include "numabind/topology.hpp"
 #include "numabind/topology.hpp"
 
 namespace numabind {

@@ -84,4 +84,19 @@ struct Topology {
     int distance(int from_os, int to_os) const;  // falls back to 10 same node / 20 otherwise
 };
 
+// What a process may use: the CPUs and memory nodes of its cpuset (cgroup v1 or v2, however
+// nested, or the whole machine without one), as the kernel enforces them, not its current
+// affinity, which a launcher (Slurm's task/affinity, mpirun) may have narrowed. Read by
+// kernel_allowed() (src/sys/binding.hpp).
+struct AllowedSets {
+    IdSet cpus;  // OS indexes of PUs
+    IdSet mems;  // OS indexes of NUMA nodes
+};
+
+// `kernel` restricted to what `topo` describes (src/core/topology.cpp). Never empty: an empty
+// set means "everything" to the planner, so a topology that shares no CPU (no memory node)
+// with the process throws Error naming `source`, never hands out CPUs or memory outside the
+// cpuset.
+AllowedSets allowed_in(const Topology& topo, const AllowedSets& kernel, const std::string& source);
+
 }  // namespace numabind

@@ -14,15 +14,17 @@
 #include <string>
 
 #include "numabind/error.hpp"
-#include "numabind/omp.hpp"
-#include "numabind/placement_report.hpp"
-#include "numabind/process_binding.hpp"
-#include "numabind/process_inspect.hpp"
-#include "numabind/process_report.hpp"
+#include "core/omp.hpp"
+#include "api/placement_report.hpp"
+#include "sys/process_binding.hpp"
+#include "sys/process_inspect.hpp"
+#include "api/process_report.hpp"
 #include "numabind/report.hpp"
-#include "numabind/task_planner.hpp"
-#include "numabind/text.hpp"
-#include "numabind/visible.hpp"
+#include "api/task_planner.hpp"
+#include "core/text.hpp"
+#include "core/visible.hpp"
+#include "sys/nvml.hpp"
+#include "core/binding_env.hpp"
 
 namespace nb = numabind;
 

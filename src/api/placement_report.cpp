@@ -1,5 +1,5 @@
 // `numabind show`: the calling process's placement against its device.
-#include "numabind/placement_report.hpp"
+#include "api/placement_report.hpp"
 
 #include <unistd.h>
 
@@ -7,9 +7,10 @@
 #include <climits>
 #include <sstream>
 
-#include "numabind/local_rank.hpp"
+#include "core/local_rank.hpp"
 #include "numabind/report.hpp"
-#include "numabind/visible.hpp"
+#include "core/visible.hpp"
+#include "sys/nvml.hpp"
 
 namespace numabind {
 

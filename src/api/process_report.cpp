@@ -1,12 +1,12 @@
-#include "numabind/process_report.hpp"
+#include "api/process_report.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include "numabind/error.hpp"
-#include "numabind/process_inspect.hpp"
-#include "numabind/local_rank.hpp"
-#include "numabind/text.hpp"
+#include "sys/process_inspect.hpp"
+#include "core/local_rank.hpp"
+#include "core/text.hpp"
 #include "numabind/report.hpp"
 
 namespace numabind {

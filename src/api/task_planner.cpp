@@ -1,12 +1,13 @@
 // Adapter shared by `numabind run` and the C API: topology, rank, visible devices, plan.
-#include "numabind/task_planner.hpp"
+#include "api/task_planner.hpp"
 
 #include <cstdlib>
 
 #include "numabind/error.hpp"
-#include "numabind/omp.hpp"
+#include "core/omp.hpp"
 #include "numabind/report.hpp"
-#include "numabind/visible.hpp"
+#include "core/visible.hpp"
+#include "sys/nvml.hpp"
 
 namespace numabind {
 

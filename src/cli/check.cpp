@@ -1,6 +1,6 @@
 // `numabind check` (check.hpp): gathers the facts and turns each comparison into a row.
 // The parsers and rules are in check_facts.cpp; the plugstack arguments are parsed by the
-// plugin's own parser (spank/config.cpp).
+// plugin's own parser (spank/policy/config.cpp).
 #include "check.hpp"
 
 #include <dlfcn.h>
@@ -22,13 +22,13 @@
 #include <sstream>
 
 #include "check_facts.hpp"
-#include "config.hpp"  // spank/: parse_site_config, expand_path
+#include "policy/config.hpp"  // spank/: parse_site_config, expand_path
 #include "numabind/accelerators.hpp"
-#include "numabind/device_files.hpp"
+#include "sys/device_files.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
-#include "numabind/task_planner.hpp"
-#include "numabind/topology_cache.hpp"
+#include "api/task_planner.hpp"
+#include "hwloc/topology_cache.hpp"
 #include "xml_probe.hpp"
 
 namespace fs = std::filesystem;
@@ -532,7 +532,7 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
     } else {
         c.add({"plugstack", "plugin", Status::Ok, p.plugin, ""});
     }
-    // The step engine beside the front, with the owner and mode rule of spank/engine_loader.cpp.
+    // The step engine beside the front, with the owner and mode rule of spank/front/engine_loader.cpp.
     const std::string engine = fs::path(p.plugin).parent_path().string() + "/numabind_stepd.so";
     const FileFacts e = facts_of(engine);
     const std::string refusal = engine_refusal(e, plugin);

@@ -85,7 +85,7 @@ std::map<int, int> parse_nvidia_smi_topo(const std::string& text);
 // `rocm-smi --showtoponuma`: GPU index -> "(Topology) Numa Node" (-1 when unknown).
 std::map<int, int> parse_rocm_smi_numa(const std::string& text);
 
-// ---- the step engine beside the plugin (the rule of spank/engine_loader.cpp) ----
+// ---- the step engine beside the plugin (the rule of spank/front/engine_loader.cpp) ----
 struct FileFacts {
     bool exists = false;
     bool regular = false;

@@ -13,22 +13,23 @@
 #include <string>
 #include <vector>
 
-#include "numabind/binding.hpp"
+#include "sys/binding.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
-#include "numabind/local_rank.hpp"
-#include "numabind/omp.hpp"
+#include "core/local_rank.hpp"
+#include "core/omp.hpp"
 #include "numabind/plan.hpp"
-#include "numabind/placement_report.hpp"
-#include "numabind/process_report.hpp"
+#include "api/placement_report.hpp"
+#include "api/process_report.hpp"
 #include "numabind/report.hpp"
-#include "numabind/task_planner.hpp"
-#include "numabind/topology_cache.hpp"
-#include "numabind/visible.hpp"
+#include "api/task_planner.hpp"
+#include "hwloc/topology_cache.hpp"
+#include "core/visible.hpp"
 #include "check.hpp"
 #include "draw.hpp"
-#include "rank_source.hpp"
+#include "pmix_rank.hpp"
 #include "xml_probe.hpp"
+#include "core/binding_env.hpp"
 
 namespace nb = numabind;
 
@@ -122,7 +123,7 @@ std::unique_ptr<nb::HwlocTopology> load_topology(const Options& o, bool xml_is_t
 // Everything `run` decides before touching the process (shared with the C API); throws.
 nb::TaskPlan plan_this_task(const Options& o, nb::NodePlan& plan_out, std::vector<nb::OmpVariable>* omp = nullptr) {
     const nb::TaskRequest& req = o;
-    return nb::plan_this_task(req, plan_out, nb::PmixRankSource{nb::pmix_local_rank, nb::pmix_available()},
+    return nb::plan_this_task(req, plan_out, nb::pmix_rank_source(),
                               [&](const std::string& m) { note(o, m); },
                               [](const std::string& w) { std::cerr << "numabind: warning: " << w << "\n"; }, omp);
 }

@@ -4,7 +4,7 @@
 #include <charconv>
 
 #include "numabind/error.hpp"
-#include "numabind/text.hpp"
+#include "core/text.hpp"
 
 namespace numabind {
 

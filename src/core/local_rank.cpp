@@ -1,4 +1,4 @@
-#include "numabind/local_rank.hpp"
+#include "core/local_rank.hpp"
 
 #include <charconv>
 

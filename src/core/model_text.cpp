@@ -1,5 +1,5 @@
 // The node model as text: see model_text.hpp.
-#include "numabind/model_text.hpp"
+#include "core/model_text.hpp"
 
 #include <algorithm>
 #include <charconv>

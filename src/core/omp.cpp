@@ -1,4 +1,4 @@
-#include "numabind/omp.hpp"
+#include "core/omp.hpp"
 
 #include <algorithm>
 

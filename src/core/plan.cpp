@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "numabind/error.hpp"
-#include "numabind/plan_stages.hpp"
+#include "core/plan_stages.hpp"
 
 namespace numabind {
 

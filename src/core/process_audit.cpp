@@ -1,10 +1,10 @@
-#include "numabind/process_audit.hpp"
+#include "core/process_audit.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <sstream>
 
-#include "numabind/text.hpp"
+#include "core/text.hpp"
 
 namespace numabind {
 

@@ -1,7 +1,7 @@
 #include "numabind/topology.hpp"
 
 #include "numabind/error.hpp"
-#include "numabind/process_allowed.hpp"
+#include "numabind/topology.hpp"
 
 #include <algorithm>
 

@@ -1,11 +1,11 @@
-#include "numabind/visible.hpp"
+#include "core/visible.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include "numabind/error.hpp"
-#include "numabind/local_rank.hpp"
-#include "numabind/text.hpp"
+#include "core/local_rank.hpp"
+#include "core/text.hpp"
 
 namespace numabind {
 

@@ -1,6 +1,6 @@
 // hwloc adapter: everything hwloc-specific lives here.
 #include "numabind/hwloc_topology.hpp"
-#include "numabind/process_allowed.hpp"
+#include "numabind/topology.hpp"
 
 #include <hwloc.h>
 
@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "numabind/error.hpp"
+#include "sys/binding.hpp"
 
 namespace numabind {
 

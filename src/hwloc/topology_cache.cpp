@@ -1,5 +1,5 @@
-// Per-boot topology cache: see include/numabind/topology_cache.hpp.
-#include "numabind/topology_cache.hpp"
+// Per-boot topology cache: see src/hwloc/topology_cache.hpp.
+#include "hwloc/topology_cache.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "numabind/error.hpp"
-#include "numabind/model_text.hpp"
+#include "core/model_text.hpp"
 
 extern char** environ;
 

@@ -1,9 +1,9 @@
 // Syscall adapter: CPU affinity with sched_setaffinity, memory policy with
 // libnuma's set_mempolicy; both read back with the matching get call.
-#include "numabind/binding.hpp"
+#include "sys/binding.hpp"
 
 #include "numabind/error.hpp"
-#include "numabind/process_allowed.hpp"
+#include "numabind/topology.hpp"
 
 #include <numaif.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 // Adapter: accelerator device files and whether this process may open them.
-#include "numabind/device_files.hpp"
+#include "sys/device_files.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "numabind/visible.hpp"
+#include "sys/nvml.hpp"
 
 namespace numabind {
 

@@ -1,6 +1,6 @@
 // Adapter: all-threads affinity (sched_setaffinity per tid), per-thread memory policy by
 // signal broadcast, page migration (migrate_pages), and the plan marker. See the header.
-#include "numabind/process_binding.hpp"
+#include "sys/process_binding.hpp"
 
 #include <fcntl.h>
 #include <numaif.h>
@@ -21,8 +21,8 @@
 #include <mutex>
 #include <set>
 
-#include "numabind/process_audit.hpp"
-#include "numabind/process_inspect.hpp"
+#include "core/process_audit.hpp"
+#include "sys/process_inspect.hpp"
 
 namespace numabind {
 

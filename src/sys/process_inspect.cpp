@@ -1,5 +1,5 @@
 // Adapter: /proc/PID/{status,task/*/status,task/*/numa_maps,numa_maps,environ}.
-#include "numabind/process_inspect.hpp"
+#include "sys/process_inspect.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -86,6 +86,18 @@ step_install() {
 
   check "CLI installed" test -x "$STAGE/bin/numabind"
   check "headers installed" test -f "$STAGE/include/numabind/plan.hpp" -a -f "$STAGE/include/numabind/idset.hpp"
+  # Only the public API (docs/API.md lists it): the headers the docs name, each one compiling
+  # on its own against the installed tree alone (no internal header of src/ reached).
+  local documented installed
+  documented=$(grep -o 'numabind/[a-z_]*\.h[p]*' "$SRC/docs/API.md" | sort -u | tr '\n' ' ')
+  installed=$(cd "$STAGE/include" && find numabind -type f | sort | tr '\n' ' ')
+  check "installed headers are the documented public API ($installed)" test "$installed" = "$documented"
+  local h bad="" cc
+  for h in $installed; do
+    if [ "${h##*.}" = h ]; then cc=(gcc -std=c11 -x c); else cc=(g++ -std=c++17 -x c++); fi
+    echo "#include <$h>" | "${cc[@]}" -fsyntax-only -I"$STAGE/include" - 2>/dev/null || bad="$bad $h"
+  done
+  check "each public header compiles alone against the installed tree${bad:+ (not:$bad)}" test -z "$bad"
   local lib; lib=$(libdir_of_stage || true)
   check "libnumabind.a installed" test -n "$lib"
   check "CMake package config installed" test -f "$lib/cmake/numabind/numabindConfig.cmake" \

@@ -1,5 +1,5 @@
 # tests/slurm/plugin_test_env.sh — sourced by the test scripts that run spank_numabind.so on
-# the local cluster (tests/spank/*.sh, tests/fault/load_test.sh). Sets ROOT (the source
+# the local cluster (tests/slurm/*.sh, tests/load/load_test.sh). Sets ROOT (the source
 # tree), CL (cluster.sh), GEN (gen_topology.py), SO_SRC (the plugin: $1 or the build's), and
 # checks what every such test needs: root, the listed tools, the plugin file and the step
 # engine beside it (numabind_stepd.so). install_plugin DIR copies both into DIR.

@@ -6,7 +6,8 @@
 #include <sched.h>
 
 #include "numabind/error.hpp"
-#include "numabind/process_allowed.hpp"
+#include "numabind/topology.hpp"
+#include "sys/binding.hpp"
 
 namespace nb = numabind;
 

@@ -1,4 +1,4 @@
-// The per-boot topology cache (include/numabind/topology_cache.hpp), issue 7.
+// The per-boot topology cache (src/hwloc/topology_cache.hpp), issue 7.
 // Runs against this machine; the writing tests need root (the cache trusts only
 // root-owned files) and skip otherwise.
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "numabind/error.hpp"
-#include "numabind/topology_cache.hpp"
+#include "hwloc/topology_cache.hpp"
 
 namespace nb = numabind;
 

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "numabind/error.hpp"
-#include "numabind/local_rank.hpp"
-#include "numabind/visible.hpp"
+#include "core/local_rank.hpp"
+#include "core/visible.hpp"
 #include "test_support.hpp"
 
 using namespace numabind;

@@ -14,9 +14,9 @@
 
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
-#include "numabind/model_text.hpp"
+#include "core/model_text.hpp"
 #include "numabind/plan.hpp"
-#include "numabind/topology_cache.hpp"
+#include "hwloc/topology_cache.hpp"
 #include "test_support.hpp"
 
 namespace nb = numabind;

@@ -7,11 +7,12 @@
 #include <optional>
 
 #include "numabind/accelerators.hpp"
-#include "numabind/binding.hpp"
+#include "sys/binding.hpp"
 #include "numabind/error.hpp"
-#include "numabind/model_text.hpp"
+#include "core/model_text.hpp"
 #include "numabind/nics.hpp"
 #include "numabind/plan.hpp"
+#include "core/binding_env.hpp"
 
 namespace nb = numabind;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "numabind/process_audit.hpp"
+#include "core/process_audit.hpp"
 
 namespace nb = numabind;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "numabind/error.hpp"
-#include "numabind/omp.hpp"
+#include "core/omp.hpp"
 #include "numabind/plan.hpp"
 #include "test_support.hpp"
 

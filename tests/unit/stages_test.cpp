@@ -1,4 +1,4 @@
-// Each planner stage on its own (include/numabind/plan_stages.hpp), on hand-built models
+// Each planner stage on its own (src/core/plan_stages.hpp), on hand-built models
 // whose right answer can be read off the model, plus the five placement defects of
 // issue 11 as regression tests.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "numabind/error.hpp"
 #include "numabind/plan.hpp"
-#include "numabind/plan_stages.hpp"
+#include "core/plan_stages.hpp"
 
 using namespace numabind;
 using namespace numabind::planning;

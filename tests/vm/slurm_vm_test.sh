@@ -88,7 +88,7 @@ rm -rf "$PD"; mkdir -p "$PD"; chmod 0755 "$PD"
 gcc -static -O2 -Wall -o "$PD/probe" "$HERE/probe.c" || { echo "FAIL gcc -static probe.c"; exit 1; }
 # the OpenMP program (libgomp from the host's root, which the guest runs in) of the omp cases
 gcc -fopenmp -O1 -Wall -o "$PD/omp_probe" "$ROOT/tests/cli/omp_probe.c" || { echo "FAIL gcc -fopenmp omp_probe.c"; exit 1; }
-cc -shared -fPIC -O1 -DHELPER_SLOW -o "$PD/helper_SLOW.so" "$ROOT/tests/spank/helper_plugin.c" ||
+cc -shared -fPIC -O1 -DHELPER_SLOW -o "$PD/helper_SLOW.so" "$ROOT/tests/slurm/helper_plugin.c" ||
     { echo "FAIL cannot build the nbslow helper plugin"; exit 1; }
 cp "$SO" "$PD/spank_numabind.so"; cp "$ENGINE" "$PD/numabind_stepd.so"
 strip --strip-debug "$PD/spank_numabind.so" "$PD/numabind_stepd.so" 2> /dev/null || true

@@ -1,0 +1,472 @@
+// numabind SPANK plugin: slurmstepd and task context of a step the front decided binds
+// (step_policy.hpp). The topology is loaded and the node share mapped once per step before
+// the tasks fork; each task finds the GPUs it holds, publishes them, waits (bounded) for the
+// other local tasks, plans the node from everybody's sets (the same plan in every task) and
+// binds itself in task_init.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+
+#include "context.hpp"
+#include "devices.hpp"
+#include "policy/log_text.hpp"
+#include "sys/binding.hpp"
+#include "sys/device_files.hpp"
+#include "numabind/error.hpp"
+#include "numabind/idset.hpp"
+#include "core/omp.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/topology.hpp"
+#include "numabind/report.hpp"
+#include "hwloc/topology_cache.hpp"
+#include "core/visible.hpp"
+#include "shared/step_scope.hpp"
+#include "sys/nvml.hpp"
+#include "core/binding_env.hpp"
+
+namespace numabind::spank {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string join_list(const std::vector<int>& v) {
+    std::string s;
+    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s.empty() ? "-" : s;
+}
+
+std::string node_label(const State& st) { return "node " + st.node_name; }
+
+struct TaskIds {
+    int rank = 0;  // local
+    uint32_t ntasks = 1;
+    uint32_t global = 0;
+};
+
+TaskIds task_ids(spank_t sp) {
+    TaskIds id;
+    if (spank_get_item(sp, S_TASK_ID, &id.rank) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &id.ntasks) != ESPANK_SUCCESS)
+        throw Error("cannot read the task's local id or the local task count from Slurm");
+    spank_get_item(sp, S_TASK_GLOBAL_ID, &id.global);
+    if (id.rank < 0 || static_cast<uint32_t>(id.rank) >= id.ntasks)
+        throw Error("local rank " + std::to_string(id.rank) + " outside the " + std::to_string(id.ntasks) +
+                    " local task(s)");
+    return id;
+}
+
+// Fallback for a failure: fail the task (fallback=fail) or run it unbound with
+// NUMABIND_MODE=none and no other NUMABIND_* (fallback=warn). Said once per step, cause
+// first, unless `per_task`.
+int give_up(spank_t sp, State& st, const std::string& who, const std::string& why, bool per_task = false) {
+    const bool say = per_task || st.share.claim(NodeShare::Once::Failure);
+    if (st.site.fallback == Fallback::Fail) {
+        if (say) log_error(who + ": " + why + " (fallback=fail)");
+        else if (!per_task) usleep(kCauseFirstUs);  // Slurm's own failure lines after the cause
+        return -1;
+    }
+    clear_variables(sp, true);
+    if (say) task_stderr("warning: " + who + ": " + why + "; running unbound (fallback=warn)");
+    return 0;
+}
+
+// This task's GPUs, by the rule in devices.hpp: each known device file probed with open().
+TaskGpus own_gpus(spank_t sp, const State& st) {
+    GpuFacts facts;
+    facts.step_gpus = st.step_gpus;
+    std::vector<int> held, unknown;
+    for (size_t i = 0; i < st.device_files.size(); ++i) {
+        const int idx = static_cast<int>(i);
+        if (st.device_files[i].empty()) {
+            unknown.push_back(idx);
+            continue;
+        }
+        switch (probe_device_file(st.device_files[i]).access) {
+            case DeviceAccess::Held: held.push_back(idx); break;
+            case DeviceAccess::Denied: break;
+            case DeviceAccess::Missing:  // gone since slurmstepd looked: not a denial
+            case DeviceAccess::Unknown: unknown.push_back(idx); break;
+        }
+    }
+    if (static_cast<int>(unknown.size()) < static_cast<int>(st.accelerators.size())) {
+        facts.held = std::move(held);
+        facts.unknown = std::move(unknown);
+    }
+    EnvLookup env = [sp](const std::string& name) { return job_getenv(sp, name); };
+    UuidResolver nvml;  // dlopen NVML only when a UUID needs resolving
+    UuidResolver lazy = [&nvml](const std::string& uuid) {
+        if (!nvml) nvml = nvml_uuid_resolver();
+        return nvml(uuid);
+    };
+    return resolve_task_gpus(st.accelerators, facts, env, lazy);
+}
+
+std::vector<int> ranks_in(const std::vector<Published>& all, Published::State state) {
+    std::vector<int> out;
+    for (size_t r = 0; r < all.size(); ++r)
+        if (all[r].state == state) out.push_back(static_cast<int>(r));
+    return out;
+}
+
+// No accelerator for this step: a site default does nothing (verbose says why, once); an
+// explicit --numa-binding says so once and runs unbound (fallback=warn) or fails.
+int no_gpu(spank_t sp, State& st, const std::string& why) {
+    if (!st.decision.explicit_choice) {
+        clear_variables(sp, false);
+        if (st.decision.verbose && st.share.claim(NodeShare::Once::NoGpu))
+            task_stderr(node_label(st) + ": " + why + "; site default " + to_string(st.decision.mode) + " not applied");
+        return 0;
+    }
+    return give_up(sp, st, node_label(st), "--numa-binding=" + to_string(st.decision.mode) + ": " + why);
+}
+
+NodePlan plan_from(const State& st, const std::vector<Published>& all, const AllowedSets& allowed, int ntasks) {
+    const NodeDevices nd = combine_node_devices(static_cast<int>(st.accelerators.size()), all);
+    PlanRequest req;
+    req.mode = st.decision.mode;
+    req.mem = st.decision.mem;
+    req.ntasks = ntasks;
+    req.visible_devices = nd.shared;
+    req.per_task_devices = nd.per_task;
+    req.allowed_cpus = allowed.cpus;
+    req.allowed_mems = allowed.mems;
+    req.min_cpus = st.min_cpus > 1 ? st.min_cpus : 0;
+    req.one_thread_per_core = st.decision.one_thread_per_core;
+    // smt=1 without the hint: Slurm's -c counted threads; the minimum is that many cores.
+    if (req.one_thread_per_core && !st.decision.min_cpus_in_cores)
+        req.min_cpus = min_cpus_one_thread(st.model, allowed.cpus, req.min_cpus);
+    return plan_node(st.model, st.accelerators, req);
+}
+
+// A task that missed the exchange: the others planned it on GPUs nobody holds and bound
+// themselves. It binds to the GPUs it can open, on CPUs none of them uses where the mode
+// is exclusive; with other late tasks, only within its own share of their plan.
+TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Published& mine, const AllowedSets& allowed,
+                        int rank, std::vector<std::string>& notes) {
+    const NodePlan others_plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
+    TaskPlan stand_in = others_plan.tasks.at(static_cast<size_t>(rank));
+    if (mine.state != Published::State::Devices || mine.devices.empty()) return stand_in;
+    all[static_cast<size_t>(rank)] = mine;
+    NodePlan own_plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
+    TaskPlan own = own_plan.tasks.at(static_cast<size_t>(rank));
+    const bool exclusive = st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex;
+    if (exclusive) {
+        IdSet used;
+        for (size_t q = 0; q < others_plan.tasks.size(); ++q)
+            if (static_cast<int>(q) != rank) used |= others_plan.tasks[q].cpus;
+        own.cpus = own.cpus - used;
+        if (!ranks_in(all, Published::State::Late).empty()) own.cpus &= stand_in.cpus | (allowed.cpus - used);
+        if (own.cpus.empty()) {
+            notes.push_back("this task reported its GPUs too late and every CPU near them is another task's; bound as "
+                            "the others planned it");
+            return stand_in;
+        }
+    }
+    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_list(own.devices) +
+                    (exclusive ? " on CPUs no other task uses" : ""));
+    own.device = nullptr;  // points into own_plan; set again by the caller
+    return own;
+}
+
+// Step-level warnings: each distinct text once per step, verbose or not.
+void say_once(State& st, const std::vector<std::string>& lines) {
+    for (const std::string& w : lines)
+        if (st.said.first(w)) task_stderr("warning: " + node_label(st) + ": " + w);
+}
+
+std::vector<std::string> plan_warnings(const NodePlan& plan) {
+    std::vector<std::string> out = plan.warnings;
+    for (const TaskPlan& t : plan.tasks) out.insert(out.end(), t.warnings.begin(), t.warnings.end());
+    return out;
+}
+
+// Whether this task's CPUs depend on the other local tasks' GPUs. Exclusive modes keep
+// sets disjoint, so they do; in node and socket modes a task that holds GPUs of its own, or
+// sees the step's whole list (shared by the ownership rule, the same in every task), plans
+// alone: no task waits for the last one to fork (with 8 tasks on 2 CPUs that wait made every
+// program start after the last fork instead of in turn).
+bool needs_exchange(const State& st, const Published& mine) {
+    if (st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex) return true;
+    if (mine.state != Published::State::Devices || mine.devices.empty()) return true;  // planned on GPUs nobody holds
+    return !st.step_gpus || st.step_gpus->empty();  // identical own lists are shared only when all are heard from
+}
+
+// node / socket without the exchange: this task's share of the step's list, or its own GPUs.
+TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
+                    std::vector<std::string>& warnings) {
+    if (!mine.per_task) {
+        NodePlan plan = plan_from(st, std::vector<Published>(static_cast<size_t>(ntasks), mine), allowed, ntasks);
+        warnings = plan_warnings(plan);
+        return plan.tasks.at(static_cast<size_t>(rank));
+    }
+    NodePlan plan = plan_from(st, {mine}, allowed, 1);
+    warnings = plan_warnings(plan);
+    TaskPlan t = plan.tasks.at(0);
+    t.local_rank = rank;
+    return t;
+}
+
+}  // namespace
+
+int stepd_prepare(spank_t sp) {
+    State& st = state();
+    st.active = false;
+    st.step_gpus.reset();
+    st.prepare_error.clear();
+    st.notes.clear();
+    st.min_cpus = 0;
+    st.model = Topology{};
+    st.accelerators.clear();
+    st.device_files.clear();
+    st.share.destroy();
+
+    uint32_t ntasks = 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) ntasks = 1;
+    uint32_t cpus_per_task = 0;
+    if (spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpus_per_task) == ESPANK_SUCCESS && cpus_per_task < (1u << 20))
+        st.min_cpus = static_cast<int>(cpus_per_task);
+    st.node_name = node_name();
+    st.step_gpus = job_getenv(sp, job_level(st.decision.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
+    const auto t0 = Clock::now();
+    try {
+        // The node model from the per-boot model cache (/run/numabind, written here as root
+        // by the first step that misses it), else from hwloc, which is then not kept: a step
+        // that hits the cache never initialises hwloc, and none keeps hwloc's plugins mapped
+        // while slurmstepd forks the tasks (each fork copies every mapping).
+        const std::string xml =
+            st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
+        ModelOutcome cache;
+        LoadedModel loaded = load_node_model(xml, {}, &cache);
+        // A model or topology cache problem (each said once per boot).
+        for (const std::string& line : cache_report_lines(cache)) log_info(line);
+        std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
+        std::vector<std::string> files;
+        if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it
+            if (st.site.device_files.size() != accs.size())
+                throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
+                            " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
+            int unverified = 0;
+            for (size_t i = 0; i < accs.size(); ++i) {
+                std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
+                const DeviceFileCheck check = check_device_file(f, accs[i].pci);
+                const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
+                                          std::to_string(i) + " at " + accs[i].pci + ")";
+                switch (check.verdict) {
+                    case DeviceFileVerdict::Mismatch:
+                        // Binding by a wrongly ordered list puts every task on another GPU's node.
+                        throw Error(entry + " is not that accelerator's device file: " + check.detail +
+                                    "; list the files in accelerator (PCI) order (numabind topo lists them)");
+                    case DeviceFileVerdict::Missing:
+                        st.notes.push_back(entry + " does not exist; that GPU is found without it");
+                        f.clear();
+                        break;
+                    case DeviceFileVerdict::Unverifiable: ++unverified; break;
+                    case DeviceFileVerdict::Matches: break;
+                }
+                files.push_back(f);
+            }
+            if (unverified && st.decision.verbose)
+                st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
+                                   " cannot be checked against the accelerators (no driver information or sysfs "
+                                   "entry for their device numbers); trusted as listed");
+        } else {
+            // As root, before the fork: /proc/driver/nvidia and sysfs once per step; per device.
+            for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
+        }
+        st.accelerators = std::move(accs);
+        st.device_files = std::move(files);
+        st.model = std::move(loaded.model);
+        st.model_source = std::move(loaded.source);
+        st.active = true;  // only now: task_init never meets an active step without a topology
+    } catch (const std::exception& e) {
+        st.model = Topology{};
+        st.accelerators.clear();
+        st.device_files.clear();
+        st.prepare_error = e.what();
+    }
+    st.prepare_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    if (!st.share.create(static_cast<int>(ntasks), static_cast<int>(st.accelerators.size())) && st.active)
+        st.prepare_error = "cannot map the node share for " + std::to_string(ntasks) + " local task(s)";
+    st.said.create();  // without it every task says its warnings itself
+    if (!st.prepare_error.empty()) st.active = false;
+    return 0;
+}
+
+namespace {
+
+int task_init(spank_t sp, State& st) {
+    if (!st.prepare_error.empty()) return give_up(sp, st, node_label(st), st.prepare_error);
+    if (!st.active || st.model.cores.empty())
+        return give_up(sp, st, node_label(st), "internal error: no topology for a step that binds");
+    say_once(st, st.notes);
+    if (st.accelerators.empty())
+        return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
+                              "devices=class=0x0302)");
+
+    const TaskIds id = task_ids(sp);
+    const std::string who = node_label(st) + " task " + std::to_string(id.global) + " (local " +
+                            std::to_string(id.rank) + ")";
+    const auto t0 = Clock::now();
+    auto us_since = [](Clock::time_point a, Clock::time_point b) {
+        return std::to_string(static_cast<long>(std::chrono::duration<double, std::micro>(b - a).count()));
+    };
+
+    // 1. This task's GPUs, published at once so that the others wait as little as possible.
+    TaskGpus mine;
+    std::string own_error;
+    try {
+        mine = own_gpus(sp, st);
+    } catch (const std::exception& e) {
+        own_error = e.what();
+    }
+    Published p;
+    if (own_error.empty()) {
+        p.state = Published::State::Devices;
+        p.per_task = mine.per_task;
+        if (mine.gpu_step) p.devices = mine.devices;
+    }
+    // The step's cpuset as this task sees it: the others' sets are not needed for it, so it is
+    // read before waiting, off the path that the last-arriving task sets for everyone.
+    AllowedSets allowed;
+    std::string allowed_error;
+    try {
+        allowed = allowed_in(st.model, kernel_allowed(), st.model_source);  // the step's cpuset, not Slurm's affinity
+    } catch (const std::exception& e) {
+        allowed_error = e.what();
+    }
+    const auto t_own = Clock::now();
+    const bool in_time = st.share.publish(id.rank, p);
+    const bool exchange = own_error.empty() && needs_exchange(st, p);
+    std::vector<Published> all;
+    if (exchange) all = st.share.wait_all(kShareTimeoutMs);
+    const auto t_shared = Clock::now();
+    if (!own_error.empty()) return give_up(sp, st, who, own_error, true);
+
+    // 2. The node's device sets, the same in every task that exchanged them.
+    if (exchange) {
+        const bool any_gpu = std::any_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); });
+        if (!any_gpu && p.devices.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
+        const std::vector<int> late = ranks_in(all, Published::State::Late);
+        if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
+            task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) +
+                        " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
+                        " s; the others were planned on their own GPUs");
+    }
+
+    // 3. Plan the node (or this task alone), bind this task.
+    std::string step_failure = allowed_error;
+    TaskPlan task;
+    std::vector<std::string> task_notes;
+    if (step_failure.empty()) {
+        try {
+            std::vector<std::string> warnings;
+            if (!exchange) {
+                task = plan_alone(st, p, allowed, static_cast<int>(id.ntasks), id.rank, warnings);
+            } else {
+                NodePlan plan = plan_from(st, all, allowed, static_cast<int>(id.ntasks));
+                warnings = plan_warnings(plan);
+                task = in_time ? plan.tasks.at(static_cast<size_t>(id.rank))
+                               : late_task_plan(st, all, p, allowed, id.rank, task_notes);
+            }
+            say_once(st, warnings);
+            // The device pointer must outlive `plan`: point it into our own accelerator list.
+            task.device = task.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(task.devices.front()));
+        } catch (const std::exception& e) {
+            step_failure = e.what();  // the same in every task: said once
+        }
+    }
+    if (!step_failure.empty()) return give_up(sp, st, node_label(st), step_failure);
+    const auto t_planned = Clock::now();
+    // Restores the previous placement on every way out until keep(), so that a task is
+    // either bound as NUMABIND_* says or exactly as it was.
+    ScopedBinding binding;
+    ApplyResult applied = binding.apply(task);
+    if (!applied.ok && !applied.restored) {
+        // Neither bound as planned nor as before: say what the task really has.
+        const int rc = give_up(sp, st, who,
+                               applied.error + "; the previous placement could not be restored (CPUs now " +
+                                   applied.cpus.to_string() + ", memory " + applied.mem_policy + ")",
+                               true);
+        spank_setenv(sp, "NUMABIND_CPUS", applied.cpus.to_string().c_str(), 1);
+        spank_setenv(sp, "NUMABIND_MEMS", applied.mem_nodes.to_string().c_str(), 1);
+        return rc;
+    }
+    if (!applied.ok) return give_up(sp, st, who, applied.error, true);
+    // What concerns this task alone is said by it, verbose or not; what every task would say
+    // (a variable's UUID no driver resolves, a policy the kernel lacks) once per step.
+    for (const std::string& n : task_notes) task_stderr("warning: " + who + ": " + n);
+    say_once(st, mine.warnings);
+    say_once(st, applied.warnings);
+    // Before clear_variables removes the marker (NUMABIND_*): whose UCX_NET_DEVICES is it?
+    const std::optional<std::string> ucx_now = job_getenv(sp, "UCX_NET_DEVICES");
+    const std::optional<std::string> ucx_marker = ucx_now ? job_getenv(sp, kUcxMarker) : std::nullopt;
+    clear_variables(sp, false);
+    export_binding_env(st.decision.mode, task,
+                       [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); });
+    export_nic_env(task, st.decision.ucx, ucx_now, ucx_marker,
+                   [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); },
+                   [sp](const char* k) { spank_unsetenv(sp, k); });
+    std::string omp_line;
+    if (st.decision.omp) {  // the job's own OMP_* values stay
+        const EnvLookup job_env = [sp](const std::string& name) { return job_getenv(sp, name); };
+        const std::vector<OmpVariable> omp = omp_environment(st.model, task.cpus, job_env);
+        for (const OmpVariable& v : omp)
+            if (!v.kept) spank_setenv(sp, v.name.c_str(), v.value.c_str(), 1);
+        omp_line = omp_summary(omp);
+    }
+
+    if (st.decision.verbose) {
+        // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
+        std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
+        if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
+        line += ", CPUs " + task.cpus.to_string() + ", memory ";
+        line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
+                                                                 : to_string(task.mem) + " " + join(task.mems);
+        if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
+        if (!omp_line.empty()) line += "; " + omp_line;
+        if (st.decision.detail) {
+            const auto t_end = Clock::now();
+            line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +
+                    " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " + us_since(t_own, t_shared) + ", plan " +
+                    us_since(t_shared, t_planned) + ", bind " + us_since(t_planned, t_end) + "; step setup " +
+                    std::to_string(static_cast<long>(st.prepare_us)) + " us)";
+        }
+        task_stderr(line);
+    }
+    binding.keep();
+    return 0;
+}
+
+}  // namespace
+
+int stepd_task_init(spank_t sp) {
+    State& st = state();
+    try {
+        return task_init(sp, st);
+    } catch (const std::exception& e) {
+        // Whatever failed (Slurm items, allocation, a parser): fallback= decides, never a bare -1.
+        try {
+            return give_up(sp, st, node_label(st), e.what(), true);
+        } catch (...) {
+        }
+    } catch (...) {
+    }
+    return st.site.fallback == Fallback::Fail ? -1 : 0;
+}
+
+void stepd_exit() {
+    State& st = state();
+    st.active = false;
+    st.share.destroy();
+    st.said.destroy();
+    st.accelerators.clear();
+    st.device_files.clear();
+    st.model = Topology{};
+}
+
+}  // namespace numabind::spank
