@@ -35,5 +35,4 @@ VisibleDevices visible_from_env(const std::vector<Accelerator>& accelerators, co
 std::vector<int> parse_device_list(const std::string& text, int accelerator_count,
                                    const std::string& what = "--devices");
 
-
 }  // namespace numabind
