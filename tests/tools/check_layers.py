@@ -44,7 +44,8 @@ def main() -> int:
                 if not m:
                     continue
                 kind, name = m.groups()
-                where = f'{path.relative_to(root)}:{n}: #include {kind}{name}'
+                close = '>' if kind == '<' else '"'
+                where = f'{path.relative_to(root)}:{n}: #include {kind}{name}{close}'
                 if kind == '"' and not name.startswith(allowed):
                     bad.append(f'{where}: {folder} may include only {", ".join(allowed)}')
                 if kind == '<' and re.match(forbidden, name):
