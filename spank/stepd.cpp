@@ -209,6 +209,69 @@ TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& a
     return t;
 }
 
+// device_files= entry `i`, checked against accelerator `i`; "" when the file does not exist
+// (that GPU is then found without it, as a step note says).
+std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int& unverified) {
+    std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
+    const DeviceFileCheck check = check_device_file(f, acc.pci);
+    const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
+                              std::to_string(i) + " at " + acc.pci + ")";
+    switch (check.verdict) {
+        case DeviceFileVerdict::Mismatch:
+            // Binding by a wrongly ordered list puts every task on another GPU's node.
+            throw Error(entry + " is not that accelerator's device file: " + check.detail +
+                        "; list the files in accelerator (PCI) order (numabind topo lists them)");
+        case DeviceFileVerdict::Missing:
+            st.notes.push_back(entry + " does not exist; that GPU is found without it");
+            f.clear();
+            break;
+        case DeviceFileVerdict::Unverifiable: ++unverified; break;
+        case DeviceFileVerdict::Matches: break;
+    }
+    return f;
+}
+
+// Each accelerator's device file (own_gpus probes them in the tasks): the site's list, else
+// the driver's. As root, before the fork: /proc/driver/nvidia and sysfs once per step.
+std::vector<std::string> device_files_for(State& st, const std::vector<Accelerator>& accs) {
+    std::vector<std::string> files;
+    if (st.site.device_files.empty() || accs.empty()) {  // a node without accelerators ignores device_files=
+        for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
+        return files;
+    }
+    if (st.site.device_files.size() != accs.size())
+        throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
+                    " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
+    int unverified = 0;
+    for (size_t i = 0; i < accs.size(); ++i) files.push_back(listed_device_file(st, i, accs[i], unverified));
+    if (unverified && st.decision.verbose)
+        st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
+                           " cannot be checked against the accelerators (no driver information or sysfs "
+                           "entry for their device numbers); trusted as listed");
+    return files;
+}
+
+// The node model from the per-boot model cache (/run/numabind, written here as root by the
+// first step that misses it), else from hwloc, which is then not kept: a step that hits the
+// cache never initialises hwloc, and none keeps hwloc's plugins mapped while slurmstepd
+// forks the tasks (each fork copies every mapping). A throw leaves `st` as it was, but for
+// its notes.
+void load_step_model(State& st) {
+    const std::string xml =
+        st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
+    ModelOutcome cache;
+    LoadedModel loaded = load_node_model(xml, {}, &cache);
+    // A model or topology cache problem (each said once per boot).
+    for (const std::string& line : cache_report_lines(cache)) log_info(line);
+    std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
+    std::vector<std::string> files = device_files_for(st, accs);
+    st.accelerators = std::move(accs);
+    st.device_files = std::move(files);
+    st.model = std::move(loaded.model);
+    st.model_source = std::move(loaded.source);
+    st.active = true;  // only now: task_init never meets an active step without a topology
+}
+
 }  // namespace
 
 int stepd_prepare(spank_t sp) {
@@ -232,55 +295,7 @@ int stepd_prepare(spank_t sp) {
     st.step_gpus = job_getenv(sp, job_level(st.decision.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
     const auto t0 = Clock::now();
     try {
-        // The node model from the per-boot model cache (/run/numabind, written here as root
-        // by the first step that misses it), else from hwloc, which is then not kept: a step
-        // that hits the cache never initialises hwloc, and none keeps hwloc's plugins mapped
-        // while slurmstepd forks the tasks (each fork copies every mapping).
-        const std::string xml =
-            st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
-        ModelOutcome cache;
-        LoadedModel loaded = load_node_model(xml, {}, &cache);
-        // A model or topology cache problem (each said once per boot).
-        for (const std::string& line : cache_report_lines(cache)) log_info(line);
-        std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
-        std::vector<std::string> files;
-        if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it
-            if (st.site.device_files.size() != accs.size())
-                throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
-                            " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
-            int unverified = 0;
-            for (size_t i = 0; i < accs.size(); ++i) {
-                std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
-                const DeviceFileCheck check = check_device_file(f, accs[i].pci);
-                const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
-                                          std::to_string(i) + " at " + accs[i].pci + ")";
-                switch (check.verdict) {
-                    case DeviceFileVerdict::Mismatch:
-                        // Binding by a wrongly ordered list puts every task on another GPU's node.
-                        throw Error(entry + " is not that accelerator's device file: " + check.detail +
-                                    "; list the files in accelerator (PCI) order (numabind topo lists them)");
-                    case DeviceFileVerdict::Missing:
-                        st.notes.push_back(entry + " does not exist; that GPU is found without it");
-                        f.clear();
-                        break;
-                    case DeviceFileVerdict::Unverifiable: ++unverified; break;
-                    case DeviceFileVerdict::Matches: break;
-                }
-                files.push_back(f);
-            }
-            if (unverified && st.decision.verbose)
-                st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
-                                   " cannot be checked against the accelerators (no driver information or sysfs "
-                                   "entry for their device numbers); trusted as listed");
-        } else {
-            // As root, before the fork: /proc/driver/nvidia and sysfs once per step; per device.
-            for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
-        }
-        st.accelerators = std::move(accs);
-        st.device_files = std::move(files);
-        st.model = std::move(loaded.model);
-        st.model_source = std::move(loaded.source);
-        st.active = true;  // only now: task_init never meets an active step without a topology
+        load_step_model(st);
     } catch (const std::exception& e) {
         st.model = Topology{};
         st.accelerators.clear();
