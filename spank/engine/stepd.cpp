@@ -211,6 +211,69 @@ TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& a
     return t;
 }
 
+// device_files= entry `i`, checked against accelerator `i`; "" when the file does not exist
+// (that GPU is then found without it, as a step note says).
+std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int& unverified) {
+    std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
+    const DeviceFileCheck check = check_device_file(f, acc.pci);
+    const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
+                              std::to_string(i) + " at " + acc.pci + ")";
+    switch (check.verdict) {
+        case DeviceFileVerdict::Mismatch:
+            // Binding by a wrongly ordered list puts every task on another GPU's node.
+            throw Error(entry + " is not that accelerator's device file: " + check.detail +
+                        "; list the files in accelerator (PCI) order (numabind topo lists them)");
+        case DeviceFileVerdict::Missing:
+            st.notes.push_back(entry + " does not exist; that GPU is found without it");
+            f.clear();
+            break;
+        case DeviceFileVerdict::Unverifiable: ++unverified; break;
+        case DeviceFileVerdict::Matches: break;
+    }
+    return f;
+}
+
+// Each accelerator's device file (own_gpus probes them in the tasks): the site's list, else
+// the driver's. As root, before the fork: /proc/driver/nvidia and sysfs once per step.
+std::vector<std::string> device_files_for(State& st, const std::vector<Accelerator>& accs) {
+    std::vector<std::string> files;
+    if (st.site.device_files.empty() || accs.empty()) {  // a node without accelerators ignores device_files=
+        for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
+        return files;
+    }
+    if (st.site.device_files.size() != accs.size())
+        throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
+                    " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
+    int unverified = 0;
+    for (size_t i = 0; i < accs.size(); ++i) files.push_back(listed_device_file(st, i, accs[i], unverified));
+    if (unverified && st.decision.verbose)
+        st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
+                           " cannot be checked against the accelerators (no driver information or sysfs "
+                           "entry for their device numbers); trusted as listed");
+    return files;
+}
+
+// The node model from the per-boot model cache (/run/numabind, written here as root by the
+// first step that misses it), else from hwloc, which is then not kept: a step that hits the
+// cache never initialises hwloc, and none keeps hwloc's plugins mapped while slurmstepd
+// forks the tasks (each fork copies every mapping). A throw leaves `st` as it was, but for
+// its notes.
+void load_step_model(State& st) {
+    const std::string xml =
+        st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
+    ModelOutcome cache;
+    LoadedModel loaded = load_node_model(xml, {}, &cache);
+    // A model or topology cache problem (each said once per boot).
+    for (const std::string& line : cache_report_lines(cache)) log_info(line);
+    std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
+    std::vector<std::string> files = device_files_for(st, accs);
+    st.accelerators = std::move(accs);
+    st.device_files = std::move(files);
+    st.model = std::move(loaded.model);
+    st.model_source = std::move(loaded.source);
+    st.active = true;  // only now: task_init never meets an active step without a topology
+}
+
 }  // namespace
 
 int stepd_prepare(spank_t sp) {
@@ -234,55 +297,7 @@ int stepd_prepare(spank_t sp) {
     st.step_gpus = job_getenv(sp, job_level(st.decision.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
     const auto t0 = Clock::now();
     try {
-        // The node model from the per-boot model cache (/run/numabind, written here as root
-        // by the first step that misses it), else from hwloc, which is then not kept: a step
-        // that hits the cache never initialises hwloc, and none keeps hwloc's plugins mapped
-        // while slurmstepd forks the tasks (each fork copies every mapping).
-        const std::string xml =
-            st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
-        ModelOutcome cache;
-        LoadedModel loaded = load_node_model(xml, {}, &cache);
-        // A model or topology cache problem (each said once per boot).
-        for (const std::string& line : cache_report_lines(cache)) log_info(line);
-        std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
-        std::vector<std::string> files;
-        if (!st.site.device_files.empty() && !accs.empty()) {  // a node without accelerators ignores it
-            if (st.site.device_files.size() != accs.size())
-                throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
-                            " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
-            int unverified = 0;
-            for (size_t i = 0; i < accs.size(); ++i) {
-                std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
-                const DeviceFileCheck check = check_device_file(f, accs[i].pci);
-                const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
-                                          std::to_string(i) + " at " + accs[i].pci + ")";
-                switch (check.verdict) {
-                    case DeviceFileVerdict::Mismatch:
-                        // Binding by a wrongly ordered list puts every task on another GPU's node.
-                        throw Error(entry + " is not that accelerator's device file: " + check.detail +
-                                    "; list the files in accelerator (PCI) order (numabind topo lists them)");
-                    case DeviceFileVerdict::Missing:
-                        st.notes.push_back(entry + " does not exist; that GPU is found without it");
-                        f.clear();
-                        break;
-                    case DeviceFileVerdict::Unverifiable: ++unverified; break;
-                    case DeviceFileVerdict::Matches: break;
-                }
-                files.push_back(f);
-            }
-            if (unverified && st.decision.verbose)
-                st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
-                                   " cannot be checked against the accelerators (no driver information or sysfs "
-                                   "entry for their device numbers); trusted as listed");
-        } else {
-            // As root, before the fork: /proc/driver/nvidia and sysfs once per step; per device.
-            for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
-        }
-        st.accelerators = std::move(accs);
-        st.device_files = std::move(files);
-        st.model = std::move(loaded.model);
-        st.model_source = std::move(loaded.source);
-        st.active = true;  // only now: task_init never meets an active step without a topology
+        load_step_model(st);
     } catch (const std::exception& e) {
         st.model = Topology{};
         st.accelerators.clear();
@@ -299,109 +314,175 @@ int stepd_prepare(spank_t sp) {
 
 namespace {
 
-int task_init(spank_t sp, State& st) {
+// Each stage of task_init either lets the task go on (nullopt) or ends task_init with this
+// return code for Slurm: 0 ends it too (a task left unbound by fallback=warn, no GPU here).
+using Stop = std::optional<int>;
+constexpr Stop kGoOn = std::nullopt;
+
+// The exception's text when `f` throws one, else "": a failure kept for later, not raised.
+template <typename F>
+std::string failure_of(F&& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return {};
+}
+
+std::string us_between(Clock::time_point a, Clock::time_point b) {
+    return std::to_string(static_cast<long>(std::chrono::duration<double, std::micro>(b - a).count()));
+}
+
+// The step as slurmstepd prepared it: a failure there is the step's, said once.
+Stop check_prepared(spank_t sp, State& st) {
     if (!st.prepare_error.empty()) return give_up(sp, st, node_label(st), st.prepare_error);
     if (!st.active || st.model.cores.empty())
         return give_up(sp, st, node_label(st), "internal error: no topology for a step that binds");
-    say_once(st, st.notes);
-    if (st.accelerators.empty())
-        return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
-                              "devices=class=0x0302)");
+    return kGoOn;
+}
 
-    const TaskIds id = task_ids(sp);
-    const std::string who = node_label(st) + " task " + std::to_string(id.global) + " (local " +
-                            std::to_string(id.rank) + ")";
-    const auto t0 = Clock::now();
-    auto us_since = [](Clock::time_point a, Clock::time_point b) {
-        return std::to_string(static_cast<long>(std::chrono::duration<double, std::micro>(b - a).count()));
-    };
+Stop check_accelerators(spank_t sp, State& st) {
+    if (!st.accelerators.empty()) return kGoOn;
+    return no_gpu(sp, st, "no accelerator on this node (plugstack devices= names them, e.g. devices=10de or "
+                          "devices=class=0x0302)");
+}
 
-    // 1. This task's GPUs, published at once so that the others wait as little as possible.
-    TaskGpus mine;
-    std::string own_error;
-    try {
-        mine = own_gpus(sp, st);
-    } catch (const std::exception& e) {
-        own_error = e.what();
-    }
-    Published p;
-    if (own_error.empty()) {
-        p.state = Published::State::Devices;
-        p.per_task = mine.per_task;
-        if (mine.gpu_step) p.devices = mine.devices;
+// What this task knows before the exchange. Failures are kept, not raised: the task
+// publishes (if only that it has nothing) before it gives up, so that no other task waits for it.
+struct TaskFacts {
+    TaskIds id;
+    std::string who;  // "node N task G (local R)": the subject of this task's own messages
+    TaskGpus gpus;
+    std::string gpus_error;  // this task's alone
+    AllowedSets allowed;
+    std::string allowed_error;  // the step's cpuset: the same in every task
+    Published published;        // what the other local tasks learn of this one
+    Clock::time_point start, read;
+};
+
+TaskFacts read_task_facts(spank_t sp, const State& st) {
+    TaskFacts f;
+    f.id = task_ids(sp);
+    f.who = node_label(st) + " task " + std::to_string(f.id.global) + " (local " + std::to_string(f.id.rank) + ")";
+    f.start = Clock::now();
+    f.gpus_error = failure_of([&] { f.gpus = own_gpus(sp, st); });
+    if (f.gpus_error.empty()) {
+        f.published.state = Published::State::Devices;
+        f.published.per_task = f.gpus.per_task;
+        if (f.gpus.gpu_step) f.published.devices = f.gpus.devices;
     }
     // The step's cpuset as this task sees it: the others' sets are not needed for it, so it is
     // read before waiting, off the path that the last-arriving task sets for everyone.
-    AllowedSets allowed;
-    std::string allowed_error;
-    try {
-        allowed = allowed_in(st.model, kernel_allowed(), st.model_source);  // the step's cpuset, not Slurm's affinity
-    } catch (const std::exception& e) {
-        allowed_error = e.what();
-    }
-    const auto t_own = Clock::now();
-    const bool in_time = st.share.publish(id.rank, p);
-    const bool exchange = own_error.empty() && needs_exchange(st, p);
-    std::vector<Published> all;
-    if (exchange) all = st.share.wait_all(kShareTimeoutMs);
-    const auto t_shared = Clock::now();
-    if (!own_error.empty()) return give_up(sp, st, who, own_error, true);
+    f.allowed_error = failure_of([&] {  // the step's cpuset, not Slurm's affinity
+        f.allowed = allowed_in(st.model, kernel_allowed(), st.model_source);
+    });
+    f.read = Clock::now();
+    return f;
+}
 
-    // 2. The node's device sets, the same in every task that exchanged them.
-    if (exchange) {
-        const bool any_gpu = std::any_of(all.begin(), all.end(), [](const Published& q) { return !q.devices.empty(); });
-        if (!any_gpu && p.devices.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
-        const std::vector<int> late = ranks_in(all, Published::State::Late);
-        if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
-            task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) +
-                        " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
-                        " s; the others were planned on their own GPUs");
-    }
+struct Exchange {
+    bool in_time = true;  // this task's set reached the others before their wait ran out
+    bool done = false;    // whether this task waited for the others' sets (needs_exchange)
+    std::vector<Published> all;  // every local task's set when done, the same in every task
+    Clock::time_point at;
+};
 
-    // 3. Plan the node (or this task alone), bind this task.
-    std::string step_failure = allowed_error;
+// Published at once so that the others wait as little as possible, even by a task that
+// is about to give up.
+Exchange exchange_gpus(State& st, const TaskFacts& f) {
+    Exchange ex;
+    ex.in_time = st.share.publish(f.id.rank, f.published);
+    ex.done = f.gpus_error.empty() && needs_exchange(st, f.published);
+    if (ex.done) ex.all = st.share.wait_all(kShareTimeoutMs);
+    ex.at = Clock::now();
+    return ex;
+}
+
+// Which GPUs this task holds is its own question (its variables, its device access): said by it.
+Stop check_own_gpus(spank_t sp, State& st, const TaskFacts& f) {
+    if (f.gpus_error.empty()) return kGoOn;
+    return give_up(sp, st, f.who, f.gpus_error, true);
+}
+
+// The node's device sets, the same in every task that exchanged them: none at all means
+// the step has no GPU here.
+Stop check_node_gpus(spank_t sp, State& st, const TaskFacts& f, const Exchange& ex) {
+    if (!ex.done) return kGoOn;
+    const bool any_gpu =
+        std::any_of(ex.all.begin(), ex.all.end(), [](const Published& q) { return !q.devices.empty(); });
+    if (any_gpu || !f.published.devices.empty()) return kGoOn;
+    return no_gpu(sp, st, "no GPU allocated to this step on this node");
+}
+
+void warn_late_tasks(State& st, const Exchange& ex) {
+    if (!ex.done) return;
+    const std::vector<int> late = ranks_in(ex.all, Published::State::Late);
+    if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
+        task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) +
+                    " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
+                    " s; the others were planned on their own GPUs");
+}
+
+struct Planned {
     TaskPlan task;
-    std::vector<std::string> task_notes;
-    if (step_failure.empty()) {
-        try {
-            std::vector<std::string> warnings;
-            if (!exchange) {
-                task = plan_alone(st, p, allowed, static_cast<int>(id.ntasks), id.rank, warnings);
-            } else {
-                NodePlan plan = plan_from(st, all, allowed, static_cast<int>(id.ntasks));
-                warnings = plan_warnings(plan);
-                task = in_time ? plan.tasks.at(static_cast<size_t>(id.rank))
-                               : late_task_plan(st, all, p, allowed, id.rank, task_notes);
-            }
-            say_once(st, warnings);
-            // The device pointer must outlive `plan`: point it into our own accelerator list.
-            task.device = task.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(task.devices.front()));
-        } catch (const std::exception& e) {
-            step_failure = e.what();  // the same in every task: said once
-        }
+    std::vector<std::string> notes;  // about this task alone (it reported too late), said by it
+    Clock::time_point at;
+};
+
+// The node (or this task alone) planned; the plan's warnings said once per step.
+Planned plan_this_task(State& st, const TaskFacts& f, const Exchange& ex) {
+    Planned out;
+    const int ntasks = static_cast<int>(f.id.ntasks);
+    std::vector<std::string> warnings;
+    if (!ex.done) {
+        out.task = plan_alone(st, f.published, f.allowed, ntasks, f.id.rank, warnings);
+    } else {
+        NodePlan plan = plan_from(st, ex.all, f.allowed, ntasks);
+        warnings = plan_warnings(plan);
+        out.task = ex.in_time ? plan.tasks.at(static_cast<size_t>(f.id.rank))
+                              : late_task_plan(st, ex.all, f.published, f.allowed, f.id.rank, out.notes);
     }
-    if (!step_failure.empty()) return give_up(sp, st, node_label(st), step_failure);
-    const auto t_planned = Clock::now();
-    // Restores the previous placement on every way out until keep(), so that a task is
-    // either bound as NUMABIND_* says or exactly as it was.
-    ScopedBinding binding;
-    ApplyResult applied = binding.apply(task);
-    if (!applied.ok && !applied.restored) {
-        // Neither bound as planned nor as before: say what the task really has.
-        const int rc = give_up(sp, st, who,
-                               applied.error + "; the previous placement could not be restored (CPUs now " +
-                                   applied.cpus.to_string() + ", memory " + applied.mem_policy + ")",
-                               true);
-        spank_setenv(sp, "NUMABIND_CPUS", applied.cpus.to_string().c_str(), 1);
-        spank_setenv(sp, "NUMABIND_MEMS", applied.mem_nodes.to_string().c_str(), 1);
-        return rc;
-    }
-    if (!applied.ok) return give_up(sp, st, who, applied.error, true);
-    // What concerns this task alone is said by it, verbose or not; what every task would say
-    // (a variable's UUID no driver resolves, a policy the kernel lacks) once per step.
-    for (const std::string& n : task_notes) task_stderr("warning: " + who + ": " + n);
-    say_once(st, mine.warnings);
+    say_once(st, warnings);
+    // The device pointer must outlive `plan`: point it into our own accelerator list.
+    TaskPlan& t = out.task;
+    t.device = t.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(t.devices.front()));
+    return out;
+}
+
+// An unreadable cpuset or a failed plan is the same in every task: said once.
+Stop plan_task(spank_t sp, State& st, const TaskFacts& f, const Exchange& ex, Planned& out) {
+    std::string failure = f.allowed_error;
+    if (failure.empty()) failure = failure_of([&] { out = plan_this_task(st, f, ex); });
+    if (!failure.empty()) return give_up(sp, st, node_label(st), failure);
+    out.at = Clock::now();
+    return kGoOn;
+}
+
+// A bind that failed is this task's own (its cgroup, its memory policy): said by it.
+Stop check_bound(spank_t sp, State& st, const std::string& who, const ApplyResult& applied) {
+    if (applied.ok) return kGoOn;
+    if (applied.restored) return give_up(sp, st, who, applied.error, true);
+    // Neither bound as planned nor as before: say what the task really has.
+    const int rc = give_up(sp, st, who,
+                           applied.error + "; the previous placement could not be restored (CPUs now " +
+                               applied.cpus.to_string() + ", memory " + applied.mem_policy + ")",
+                           true);
+    spank_setenv(sp, "NUMABIND_CPUS", applied.cpus.to_string().c_str(), 1);
+    spank_setenv(sp, "NUMABIND_MEMS", applied.mem_nodes.to_string().c_str(), 1);
+    return rc;
+}
+
+// What concerns this task alone is said by it, verbose or not; what every task would say
+// (a variable's UUID no driver resolves, a policy the kernel lacks) once per step.
+void say_task_warnings(State& st, const TaskFacts& f, const Planned& planned, const ApplyResult& applied) {
+    for (const std::string& n : planned.notes) task_stderr("warning: " + f.who + ": " + n);
+    say_once(st, f.gpus.warnings);
     say_once(st, applied.warnings);
+}
+
+// NUMABIND_* and the NICs' variables, in place of whatever NUMABIND_* the job brought.
+void export_binding(spank_t sp, const State& st, const TaskPlan& task) {
     // Before clear_variables removes the marker (NUMABIND_*): whose UCX_NET_DEVICES is it?
     const std::optional<std::string> ucx_now = job_getenv(sp, "UCX_NET_DEVICES");
     const std::optional<std::string> ucx_marker = ucx_now ? job_getenv(sp, kUcxMarker) : std::nullopt;
@@ -411,33 +492,65 @@ int task_init(spank_t sp, State& st) {
     export_nic_env(task, st.decision.ucx, ucx_now, ucx_marker,
                    [sp](const char* k, const std::string& v) { spank_setenv(sp, k, v.c_str(), 1); },
                    [sp](const char* k) { spank_unsetenv(sp, k); });
-    std::string omp_line;
-    if (st.decision.omp) {  // the job's own OMP_* values stay
-        const EnvLookup job_env = [sp](const std::string& name) { return job_getenv(sp, name); };
-        const std::vector<OmpVariable> omp = omp_environment(st.model, task.cpus, job_env);
-        for (const OmpVariable& v : omp)
-            if (!v.kept) spank_setenv(sp, v.name.c_str(), v.value.c_str(), 1);
-        omp_line = omp_summary(omp);
-    }
+}
 
-    if (st.decision.verbose) {
-        // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
-        std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
-        if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
-        line += ", CPUs " + task.cpus.to_string() + ", memory ";
-        line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
-                                                                 : to_string(task.mem) + " " + join(task.mems);
-        if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
-        if (!omp_line.empty()) line += "; " + omp_line;
-        if (st.decision.detail) {
-            const auto t_end = Clock::now();
-            line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +
-                    " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " + us_since(t_own, t_shared) + ", plan " +
-                    us_since(t_shared, t_planned) + ", bind " + us_since(t_planned, t_end) + "; step setup " +
-                    std::to_string(static_cast<long>(st.prepare_us)) + " us)";
-        }
-        task_stderr(line);
+// OMP_* for the task's CPUs under omp, the job's own values kept. Returns the summary for
+// the verbose line ("" without omp).
+std::string export_omp(spank_t sp, const State& st, const TaskPlan& task) {
+    if (!st.decision.omp) return {};
+    const EnvLookup job_env = [sp](const std::string& name) { return job_getenv(sp, name); };
+    const std::vector<OmpVariable> omp = omp_environment(st.model, task.cpus, job_env);
+    for (const OmpVariable& v : omp)
+        if (!v.kept) spank_setenv(sp, v.name.c_str(), v.value.c_str(), 1);
+    return omp_summary(omp);
+}
+
+// One short line per task: GPU(s), their NUMA node(s), CPUs, memory; with detail, where the
+// GPUs came from and where the time went.
+std::string verbose_line(const State& st, const TaskFacts& f, const Exchange& ex, const Planned& planned,
+                         const std::string& omp_line) {
+    const TaskPlan& task = planned.task;
+    std::string line = f.who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
+    if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
+    line += ", CPUs " + task.cpus.to_string() + ", memory ";
+    line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
+                                                             : to_string(task.mem) + " " + join(task.mems);
+    if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
+    if (!omp_line.empty()) line += "; " + omp_line;
+    if (st.decision.detail) {
+        const auto end = Clock::now();
+        line += "; GPUs from " + f.gpus.source + " (held " + join_list(f.gpus.devices) + "); took " +
+                us_between(f.start, end) + " us (gpus and cpuset " + us_between(f.start, f.read) + ", wait " +
+                us_between(f.read, ex.at) + ", plan " + us_between(ex.at, planned.at) + ", bind " +
+                us_between(planned.at, end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +
+                " us)";
     }
+    return line;
+}
+
+// Each task: its GPUs published, the others' awaited where its plan depends on them, the
+// node planned, the task bound and its variables set. Every failure ends in give_up or
+// no_gpu, here or (an exception) in stepd_task_init.
+int task_init(spank_t sp, State& st) {
+    if (Stop s = check_prepared(sp, st)) return *s;
+    say_once(st, st.notes);
+    if (Stop s = check_accelerators(sp, st)) return *s;
+    const TaskFacts facts = read_task_facts(sp, st);
+    const Exchange ex = exchange_gpus(st, facts);
+    if (Stop s = check_own_gpus(sp, st, facts)) return *s;
+    if (Stop s = check_node_gpus(sp, st, facts, ex)) return *s;
+    warn_late_tasks(st, ex);
+    Planned planned;
+    if (Stop s = plan_task(sp, st, facts, ex, planned)) return *s;
+    // Restores the previous placement on every way out until keep(), so that a task is
+    // either bound as NUMABIND_* says or exactly as it was.
+    ScopedBinding binding;
+    const ApplyResult applied = binding.apply(planned.task);
+    if (Stop s = check_bound(sp, st, facts.who, applied)) return *s;
+    say_task_warnings(st, facts, planned, applied);
+    export_binding(sp, st, planned.task);
+    const std::string omp_line = export_omp(sp, st, planned.task);
+    if (st.decision.verbose) task_stderr(verbose_line(st, facts, ex, planned, omp_line));
     binding.keep();
     return 0;
 }
