@@ -9,9 +9,8 @@ nb=$1 target=$2
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
-fails=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/checks.sh
+. "$(dirname "$0")/../lib/checks.sh"
 
 start() {  # FIFO-fed target in the background; sets PID once it says ready
   local fifo=$work/in.$RANDOM
@@ -29,13 +28,13 @@ start() {  # FIFO-fed target in the background; sets PID once it says ready
 esc=$(printf '\033[31mred\a')
 start env "$target" --name "$esc" --threads 2 || exit 1
 "$nb" show --pid "$PID" --threads >"$work/out" 2>&1
-if grep -q $'\033\|\a' "$work/out"; then bad "a raw control character reached the text report: $(od -c "$work/out" | head -3)"
-else ok "no raw control character in the text report"; fi
-if [ "$(grep -c 'x1b\[31mred\\x07' "$work/out")" -ge 3 ]; then ok "process and thread names shown escaped: $(grep -m1 '^process' "$work/out")"
-else bad "names not shown escaped: $(head -5 "$work/out")"; fi
+if grep -q $'\033\|\a' "$work/out"; then fail "a raw control character reached the text report: $(od -c "$work/out" | head -3)"
+else pass "no raw control character in the text report"; fi
+if [ "$(grep -c 'x1b\[31mred\\x07' "$work/out")" -ge 3 ]; then pass "process and thread names shown escaped: $(grep -m1 '^process' "$work/out")"
+else fail "names not shown escaped: $(head -5 "$work/out")"; fi
 "$nb" show --pid "$PID" --json >"$work/json" 2>&1
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["name"].startswith("\x1b[31m") else 1)' "$work/json"
-then ok "JSON keeps the name exact (escaped by JSON itself)"; else bad "JSON name: $(head -c 300 "$work/json")"; fi
+then pass "JSON keeps the name exact (escaped by JSON itself)"; else fail "JSON name: $(head -c 300 "$work/json")"; fi
 
 # 2. Bounded work: 100 threads x 10,000 mappings below the first file mapping, 200 KB of
 # NUMABIND_CPUS ranges. Before the bounds this took ~33 s; each thread now reads 64 KiB of
@@ -45,13 +44,13 @@ start env NUMABIND_MODE=exclusive NUMABIND_CPUS="${cpus%,}" "$target" --threads 
 t0=$(date +%s%N)
 timeout 60 "$nb" show --pid "$PID" >"$work/out" 2>&1
 rc=$? ms=$((($(date +%s%N) - t0) / 1000000))
-if [ "$rc" -le 1 ] && grep -q '^process: ' "$work/out"; then ok "100 threads x 10,000 mappings reported (rc $rc, $ms ms)"
-else bad "no report (rc $rc, $ms ms): $(head -3 "$work/out")"; fi
+if [ "$rc" -le 1 ] && grep -q '^process: ' "$work/out"; then pass "100 threads x 10,000 mappings reported (rc $rc, $ms ms)"
+else fail "no report (rc $rc, $ms ms): $(head -3 "$work/out")"; fi
 if grep -q 'note: limit: memory policy of 101 thread(s) unknown: no file mapping in the first 64 KiB' "$work/out"
-then ok "the cut is said: $(grep -m1 'memory policy of' "$work/out")"; else bad "no note for the per-thread limit: $(grep note "$work/out")"; fi
-if grep -q 'note: limit: NUMABIND_CPUS cut at 4096 bytes' "$work/out"; then ok "the cut variable is said"
-else bad "no note for the cut variable: $(grep note "$work/out")"; fi
-[ "$ms" -lt 20000 ] || bad "took $ms ms (bounded work expected well under 20 s)"
+then pass "the cut is said: $(grep -m1 'memory policy of' "$work/out")"; else fail "no note for the per-thread limit: $(grep note "$work/out")"; fi
+if grep -q 'note: limit: NUMABIND_CPUS cut at 4096 bytes' "$work/out"; then pass "the cut variable is said"
+else fail "no note for the cut variable: $(grep note "$work/out")"; fi
+[ "$ms" -lt 20000 ] || fail "took $ms ms (bounded work expected well under 20 s)"
 
 # 3. The caller's own process, not dumpable: its /proc files are root's.
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
@@ -59,10 +58,9 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && setpriv --reuid=65534 
   start setpriv --reuid=65534 --regid=65534 --clear-groups "$target" --nondumpable || exit 1
   child=$(pgrep -P "$PID" -f show_pid_target || echo "$PID")
   setpriv --reuid=65534 --regid=65534 --clear-groups "$nb" show --pid "$child" >"$work/out" 2>&1
-  if grep -q "is yours but not dumpable" "$work/out"; then ok "own non-dumpable process: $(head -1 "$work/out")"
-  else bad "own non-dumpable process: $(head -2 "$work/out")"; fi
+  if grep -q "is yours but not dumpable" "$work/out"; then pass "own non-dumpable process: $(head -1 "$work/out")"
+  else fail "own non-dumpable process: $(head -2 "$work/out")"; fi
 else
-  echo "skip - the non-dumpable case needs root and setpriv"
+  skip_case "the non-dumpable case needs root and setpriv"
 fi
-echo "$fails failure(s)"
-[ "$fails" -eq 0 ]
+finish

@@ -9,8 +9,8 @@
 set -uo pipefail
 so=${1:?usage: check_exports.sh spank_numabind.so}
 engine=$(dirname "$so")/numabind_stepd.so
-fails=0
-fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/checks.sh
+. "$(dirname "$0")/../lib/checks.sh"
 hardened() {  # FILE [LIB...]: relro/now, no executable stack, stack protector; no libstdc++/libnuma/LIB
   local f=$1 dyn needed syms lib
   dyn=$(readelf -d "$f")
@@ -40,5 +40,5 @@ if [ -f "$engine" ]; then
   [ "$engine_exports" = "numabind_stepd_v1 " ] || fail "the engine exports $engine_exports, not only numabind_stepd_v1"
   hardened "$engine"
 fi
-[ $fails -eq 0 ] && echo "ok - exports: $(echo $exports); engine: ${engine_exports:-}"
-exit $((fails > 0))
+[ "$failures" -eq 0 ] && pass "exports: $(echo $exports); engine: ${engine_exports:-}"
+finish

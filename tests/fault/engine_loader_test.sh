@@ -9,16 +9,15 @@
 # line naming the file or directory, why the engine was not loaded. Root only (exit 77).
 set -uo pipefail
 standin=$1 plugin=$2 gen=$3
-[ "$(id -u)" = 0 ] || { echo "needs root (skipped)"; exit 77; }
+# shellcheck source=tests/lib/checks.sh
+. "$(dirname "$0")/../lib/checks.sh"
+[ "$(id -u)" = 0 ] || skip "needs root"
 engine=$(dirname "$plugin")/numabind_stepd.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 chmod 0755 "$work"
 python3 "$gen" -o "$work/topo.xml" --gpu machine --gpu machine >/dev/null || exit 1
 site=(default=exclusive fallback=warn mem=bind devices=10de "topology=$work/topo.xml")
-fails=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; fails=$((fails + 1)); }
 
 install_pair() {  # DIR: a fresh root-owned copy of front and engine
   rm -rf "$1" && mkdir -p "$1" && cp "$plugin" "$1/spank_numabind.so" && cp "$engine" "$1/numabind_stepd.so" &&
@@ -31,13 +30,13 @@ step() {  # FRONT: one step; sets OUT (the stand-in's summary) and ERR (its log 
 }
 bound() {  # LABEL FRONT
   step "$2"
-  if [[ $OUT == *"bound 2,"* ]] && [ -z "$ERR" ]; then ok "$1: engine loaded, tasks bound"
-  else bad "$1: engine not loaded: $OUT ${ERR:-}"; fi
+  if [[ $OUT == *"bound 2,"* ]] && [ -z "$ERR" ]; then pass "$1: engine loaded, tasks bound"
+  else fail "$1: engine not loaded: $OUT ${ERR:-}"; fi
 }
 refused() {  # LABEL FRONT REGEX
   step "$2"
-  if [[ $OUT == *"bound 0,"* ]] && grep -qE "$3" <<<"$ERR"; then ok "$1: refused ($(sed 's/.*numabind: node [^:]*: //' <<<"$ERR" | head -1))"
-  else bad "$1: expected a refusal matching '$3': $OUT ${ERR:-no error}"; fi
+  if [[ $OUT == *"bound 0,"* ]] && grep -qE "$3" <<<"$ERR"; then pass "$1: refused ($(sed 's/.*numabind: node [^:]*: //' <<<"$ERR" | head -1))"
+  else fail "$1: expected a refusal matching '$3': $OUT ${ERR:-no error}"; fi
 }
 
 real=$work/real
@@ -54,10 +53,10 @@ if command -v "${CC:-cc}" >/dev/null; then
     "$work/planted-ran" >"$work/planted.c"
   "${CC:-cc}" -shared -fPIC -o "$work/link/numabind_stepd.so" "$work/planted.c" && chmod 0755 "$work/link/numabind_stepd.so"
   bound "front through a symlink, another library planted beside the link" "$work/link/spank_numabind.so"
-  if [ -e "$work/planted-ran" ]; then bad "the library beside the symlink was loaded (its constructor ran)"
-  else ok "the library beside the symlink was not loaded"; fi
+  if [ -e "$work/planted-ran" ]; then fail "the library beside the symlink was loaded (its constructor ran)"
+  else pass "the library beside the symlink was not loaded"; fi
 else
-  echo "skip - no C compiler: the planted-library case"
+  skip_case "no C compiler: the planted-library case"
 fi
 
 chmod 0777 "$real"
@@ -90,5 +89,4 @@ refused "engine is a FIFO (never waited on)" "$real/spank_numabind.so" "numabind
 rm "$real/numabind_stepd.so"
 refused "no engine" "$real/spank_numabind.so" "cannot find the step engine $real/numabind_stepd.so"
 
-echo "$fails failure(s)"
-[ "$fails" -eq 0 ]
+finish

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317  # helpers (rc, row, ...) are called from the strings check eval's
 # tests/fault/fault_matrix.sh — the fault matrix of `numabind run` (issue 6; SECURITY.md).
 # Each fault is run under --fallback fail and --fallback warn and checked against its
 # documented outcome:
@@ -19,11 +20,9 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-failures=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; sed 's/^/       stderr: /' "$WORK/err" | head -5; failures=$((failures + 1)); }
-skip() { echo "skip - $1"; }
-check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+# shellcheck source=tests/lib/checks.sh
+. "$HERE/../lib/checks.sh"
+on_fail() { show "$WORK/err" 5 stderr; }
 
 # What the program sees: its affinity, memory policy line and NUMABIND_MODE.
 PROBE='echo "cpus=$(awk "/Cpus_allowed_list/{print \$2}" /proc/self/status) mode=${NUMABIND_MODE:-unset} ran"; grep -m1 -o " \(bind\|prefer\|interleave\|default\)[^ ]*" /proc/self/numa_maps | head -1'
@@ -44,25 +43,25 @@ fault_case() {
   case $expect in
     fail)
       check "$name [fallback=fail]: exit 1, error names it, program not run" \
-        '[ $(rc) = 1 ] && grep -q "^numabind: error: .*$pattern" "$WORK/err" && ! grep -q ran "$WORK/out"' ;;
+        eval '[ $(rc) = 1 ] && grep -q "^numabind: error: .*$pattern" "$WORK/err" && ! grep -q ran "$WORK/out"' ;;
     bound)
       check "$name [fallback=fail]: bound with a warning" \
-        '[ $(rc) = 0 ] && grep -q "mode=[a-z]" "$WORK/out" && ! grep -q "mode=none" "$WORK/out" && grep -q "warning: .*$pattern" "$WORK/err"' ;;
+        eval '[ $(rc) = 0 ] && grep -q "mode=[a-z]" "$WORK/out" && ! grep -q "mode=none" "$WORK/out" && grep -q "warning: .*$pattern" "$WORK/err"' ;;
     usage)
       check "$name [fallback=fail]: usage error, exit 2" \
-        '[ $(rc) = 2 ] && grep -q "$pattern" "$WORK/err" && ! grep -q ran "$WORK/out"' ;;
+        eval '[ $(rc) = 2 ] && grep -q "$pattern" "$WORK/err" && ! grep -q ran "$WORK/out"' ;;
   esac
   nb run --fallback warn "$@" -- sh -c "$PROBE"
   case $expect in
     fail)
       check "$name [fallback=warn]: runs unbound (affinity $ORIG_CPUS kept, default mempolicy)" \
-        '[ $(rc) = 0 ] && grep -q "cpus=$ORIG_CPUS mode=none ran" "$WORK/out" && grep -q " default" "$WORK/out" && grep -q "warning: .*$pattern.*running unbound" "$WORK/err"' ;;
+        eval '[ $(rc) = 0 ] && grep -q "cpus=$ORIG_CPUS mode=none ran" "$WORK/out" && grep -q " default" "$WORK/out" && grep -q "warning: .*$pattern.*running unbound" "$WORK/err"' ;;
     bound)
       check "$name [fallback=warn]: bound with a warning" \
-        '[ $(rc) = 0 ] && grep -q "mode=[a-z]" "$WORK/out" && ! grep -q "mode=none" "$WORK/out" && grep -q "warning: .*$pattern" "$WORK/err"' ;;
+        eval '[ $(rc) = 0 ] && grep -q "mode=[a-z]" "$WORK/out" && ! grep -q "mode=none" "$WORK/out" && grep -q "warning: .*$pattern" "$WORK/err"' ;;
     usage)
       check "$name [fallback=warn]: usage error, exit 2 (not a fallback case)" \
-        '[ $(rc) = 2 ] && grep -q "$pattern" "$WORK/err" && ! grep -q ran "$WORK/out"' ;;
+        eval '[ $(rc) = 2 ] && grep -q "$pattern" "$WORK/err" && ! grep -q ran "$WORK/out"' ;;
   esac
 }
 
@@ -95,7 +94,7 @@ fault_case "device_out_of_range_cuda_visible_devices" usage "CUDA_VISIBLE_DEVICE
 # 4. UUID without NVML: warned, then local-rank order over all accelerators (bound)
 export CUDA_VISIBLE_DEVICES=GPU-0b3e1c2a-6c2b-4e2f-9f3e-000000000000
 if ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then
-  skip "uuid_without_nvml (libnvidia-ml.so.1 is installed here)"
+  skip_case "uuid_without_nvml (libnvidia-ml.so.1 is installed here)"
 else
   fault_case "uuid_without_nvml" bound "is a UUID and NVML is not available" --topology "$WORK/gpu.xml" "${R[@]}"
 fi
@@ -105,7 +104,7 @@ fault_case "device_without_numa_node" bound "has no NUMA affinity" --topology "$
 # 6'. the same device on a single-NUMA machine: local to its only node, no warning
 nb run --topology "$WORK/machine1.xml" "${R[@]}" --mode node -- sh -c 'echo "mode=$NUMABIND_MODE"'
 check "device_without_numa_node on a single-NUMA machine: bound, no warning" \
-  '[ $(rc) = 0 ] && grep -q "mode=node" "$WORK/out" && ! grep -q "warning" "$WORK/err"'
+  eval '[ $(rc) = 0 ] && grep -q "mode=node" "$WORK/out" && ! grep -q "warning" "$WORK/err"'
 # 7. empty intersection with the allowed CPUs (topology names CPUs the kernel lacks)
 fault_case "allowed_cpus_empty_intersection" fail "none of the CPUs this process may use (.*) is in the topology" --topology "$WORK/far.xml" "${R[@]}"
 # 9. PMIx server absent
@@ -130,11 +129,11 @@ if cc -shared -fPIC -O1 -o "$SHIM" "$HERE/refuse_shim.c" -ldl 2>"$WORK/cc.err"; 
     PREFIX=(env LD_PRELOAD="$SHIM" NB_FAULT=narrow)
     fault_case "affinity_narrowed" fail "narrowed by a cpuset" --topology "$WORK/gpu.xml" --mode node "${R[@]}"
   else
-    skip "affinity_narrowed (needs 2 PUs)"
+    skip_case "affinity_narrowed (needs 2 PUs)"
   fi
   PREFIX=()
 else
-  skip "kernel-refusal cases (no C compiler: $(head -1 "$WORK/cc.err"))"
+  skip_case "kernel-refusal cases (no C compiler: $(head -1 "$WORK/cc.err"))"
 fi
 
 # 8'. real kernel, no shim: split-NUMA XML whose node 1 the kernel lacks, mem=bind to the
@@ -144,7 +143,7 @@ if [ "$NCORE" -ge 2 ]; then
   python3 "$GEN" -o "$WORK/split.xml" --split-numa 2 --gpu numa:1 >/dev/null 2>&1
   fault_case "mem_bind_to_absent_node" bound "memory of NUMA node(s) 1 is not allowed" --topology "$WORK/split.xml" --mem bind "${R[@]}"
 else
-  skip "mem_bind_to_absent_node (needs 2 cores)"
+  skip_case "mem_bind_to_absent_node (needs 2 cores)"
 fi
 
 # 5 and 7'. cpuset cgroup cases (root, cgroup v1 cpuset or v2 with the cpuset controller)
@@ -179,8 +178,7 @@ if [ "$(id -u)" = 0 ] && [ "$NCORE" -ge 2 ] && make_cpuset "$(hwloc-calc --po -I
   PREFIX=()
   ORIG_CPUS=$ORIG_SAVE
 else
-  skip "cpuset cgroup cases (need root, 2 cores and a writable cpuset cgroup)"
+  skip_case "cpuset cgroup cases (need root, 2 cores and a writable cpuset cgroup)"
 fi
 
-echo "$failures failure(s)"
-[ "$failures" -eq 0 ]
+finish

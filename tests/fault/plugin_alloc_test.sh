@@ -10,23 +10,24 @@
 # Root only (binds real CPUs and memory nodes of this machine); exit 77 otherwise.
 set -uo pipefail
 standin=$1 plugin=$2 gen=$3 mode=${4:-}
-[ "$(id -u)" = 0 ] || { echo "needs root (skipped)"; exit 77; }
+# shellcheck source=tests/lib/checks.sh
+. "$(dirname "$0")/../lib/checks.sh"
+[ "$(id -u)" = 0 ] || skip "needs root"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # This machine with two fake NVIDIA GPUs (the stand-in's step has SLURM_STEP_GPUS=0,1).
 python3 "$gen" -o "$work/topo.xml" --gpu machine --gpu machine || exit 1
 site=(default=exclusive fallback=warn mem=bind devices=10de "topology=$work/topo.xml")
-failed=0
-run() {  # run LABEL STANDIN-ARGS... -- PLUGSTACK-ARGS...
+run() {  # run LABEL STANDIN-ARGS... -- PLUGSTACK-ARGS...: the stand-in's exit status, its summary
   local label=$1
   shift
   local t0=$SECONDS
   if "$standin" "$plugin" "$@" >"$work/out" 2>"$work/err"; then
-    echo "ok    $label: $(tail -1 "$work/out") [$((SECONDS - t0)) s]"
+    pass "$label: $(tail -1 "$work/out") [$((SECONDS - t0)) s]"
   else
-    failed=1
-    echo "FAIL  $label: $(tail -1 "$work/out") [$((SECONDS - t0)) s]"
-    grep -v '^numabind: ' "$work/err" | grep -v ': note: ' | head -8 | sed 's/^/      /'
+    # its log without numabind's own lines and notes
+    fail "$label: $(tail -1 "$work/out") [$((SECONDS - t0)) s]" \
+      "$(grep -v '^numabind: ' "$work/err" | grep -v ': note: ' | head -8)"
   fi
 }
 if [ "$mode" = --logs ]; then
@@ -34,7 +35,7 @@ if [ "$mode" = --logs ]; then
   long=$(head -c 8192 /dev/zero | tr '\0' x)
   run "newline in --numa-binding" slurm --only 0 --check-logs --option "$forged" -- "${site[@]}"
   run "8 KiB --numa-binding" slurm --only 0 --check-logs --option "$long" -- "${site[@]}"
-  exit $failed
+  finish
 fi
 run "Slurm's order" slurm -- "${site[@]}"
 run "Slurm's order, --numa-binding=socket,mem=interleave" slurm --option socket,mem=interleave -- "${site[@]}"
@@ -42,4 +43,4 @@ run "exit before task_init" exit-first -- "${site[@]}"
 run "exit before task_init, no SLURM_STEP_GPUS" exit-first --no-gpus -- "${site[@]}"
 run "init_post_opt failed (missing topology file)" slurm -- default=exclusive fallback=warn "topology=$work/missing-%n.xml"
 run "task_init without init_post_opt" no-post-opt -- "${site[@]}"
-exit $failed
+finish

@@ -14,23 +14,21 @@
 set -uo pipefail
 : "${1:?usage: load_test.sh spank_numabind.so}"
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/slurm/plugin_test_env.sh
 . "$HERE/../slurm/plugin_test_env.sh" "$1" srun salloc cc
 STEPS=${LOAD_STEPS:-500}
 CONC=${LOAD_CONCURRENT:-16}
 
 D=$(mktemp -d "${TMPDIR:-/tmp}/nbload.XXXXXX")
 chmod 0755 "$D"
-FAILS=0
 cleanup() {
   local rc=$?
-  "$CL" stop "$D" >/dev/null 2>&1 || true
-  if [ "$FAILS" -ne 0 ] || [ "${NBLOAD_KEEP:-0}" = 1 ]; then echo "cluster directory kept: $D"; else rm -rf "$D"; fi
+  cluster_stop "$D"
+  if [ "$failures" -ne 0 ] || [ "${NBLOAD_KEEP:-0}" = 1 ]; then echo "cluster directory kept: $D"; else rm -rf "$D"; fi
   exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
 
 install_plugin "$D"
 python3 "$GEN" -o "$D/one.xml" --gpu core:0 --gpu package:0 >/dev/null 2>&1 || { echo "gen_topology failed"; exit 1; }
@@ -38,11 +36,7 @@ chmod 0644 "$D/one.xml"
 PLUG="required $D/spank_numabind.so topology=$D/one.xml default=exclusive fallback=fail"
 echo "$PLUG" >"$D/plugstack.conf.want"
 
-if ! "$CL" start "$D" --nodes 1 --gpus 2 >"$D/cluster-start.log" 2>&1; then
-  cat "$D/cluster-start.log"; bad "cannot start the test cluster"; exit 1
-fi
-# shellcheck disable=SC1091
-. "$D/env.sh"
+cluster_start "$D/cluster-start.log" "$D" --nodes 1 --gpus 2 || exit 1
 cp "$D/plugstack.conf.want" "$D/plugstack.conf"
 cd "$D" || exit 1
 SLURMD=$(cat "$D/run/slurmd.n1.pid")
@@ -85,9 +79,9 @@ wait_for_job() {  # FILE: the job's phase marker, or give up when the job is gon
   return 0
 }
 if ! wait_for_job "$D/phase.warm"; then
-  bad "warm-up did not finish: $(tail -3 "$D/job.err" | tr '\n' ' ')"; exit 1
+  fail "warm-up did not finish: $(tail -3 "$D/job.err" | tr '\n' ' ')"; exit 1
 fi
-grep -q WARMFAIL "$D/job.out" && bad "warm-up steps failed: $(grep -c WARMFAIL "$D/job.out")"
+grep -q WARMFAIL "$D/job.out" && fail "warm-up steps failed: $(grep -c WARMFAIL "$D/job.out")"
 sleep 1; read -r fd0 rss0 cfd0 crss0 <<<"$(sample)"; touch "$D/go.1"
 wait_for_job "$D/phase.half"; sleep 1; read -r fd1 rss1 cfd1 crss1 <<<"$(sample)"; touch "$D/go.2"
 wait_for_job "$D/phase.seq"; sleep 1; read -r fd2 rss2 cfd2 crss2 <<<"$(sample)"; touch "$D/go.3"
@@ -99,20 +93,20 @@ echo "info - slurmctld pid $CTLD: fds $cfd0 -> $cfd1 -> $cfd2 -> $cfd3; VmRSS kB
 grep -E '^(SEQ|CONC)' "$D/job.out" | sed 's/^/info - /'
 echo "info - elapsed $((SECONDS - T0)) s"
 
-[ $rc -eq 0 ] && ok "allocation finished (rc 0)" || bad "salloc rc $rc: $(tail -3 "$D/job.err" | tr '\n' ' ')"
-grep -q "^SEQ fail=0 " "$D/job.out" && ok "$STEPS consecutive steps, none failed" ||
-  bad "consecutive steps: $(grep -E '^SEQ|STEPFAIL' "$D/job.out" | head -5 | tr '\n' ' ')"
-grep -q "^CONC fail=0 " "$D/job.out" && ok "$CONC concurrent steps, none failed" ||
-  bad "concurrent steps: $(grep '^CONC' "$D/job.out"); $(cat "$D"/conc.*.err 2>/dev/null | sort | uniq -c | head -3 | tr '\n' ' ')"
+[ $rc -eq 0 ] && pass "allocation finished (rc 0)" || fail "salloc rc $rc: $(tail -3 "$D/job.err" | tr '\n' ' ')"
+grep -q "^SEQ fail=0 " "$D/job.out" && pass "$STEPS consecutive steps, none failed" ||
+  fail "consecutive steps: $(grep -E '^SEQ|STEPFAIL' "$D/job.out" | head -5 | tr '\n' ' ')"
+grep -q "^CONC fail=0 " "$D/job.out" && pass "$CONC concurrent steps, none failed" ||
+  fail "concurrent steps: $(grep '^CONC' "$D/job.out"); $(cat "$D"/conc.*.err 2>/dev/null | sort | uniq -c | head -3 | tr '\n' ' ')"
 probe=$(grep '^PROBE' "$D/job.out" | awk '{print $2, $3}' | paste -sd'|')
-[ "$probe" = "0 exclusive|1 exclusive" ] && ok "steps are bound by the plugin (NUMABIND_MODE=exclusive on both tasks)" ||
-  bad "probe step: '$probe'"
+[ "$probe" = "0 exclusive|1 exclusive" ] && pass "steps are bound by the plugin (NUMABIND_MODE=exclusive on both tasks)" ||
+  fail "probe step: '$probe'"
 conc_bound=$(cat "$D"/conc.*.out 2>/dev/null | grep -c ' exclusive ')
-[ "$conc_bound" = "$CONC" ] && ok "every concurrent step was bound" || bad "only $conc_bound of $CONC concurrent steps bound"
-[ "${fd2:-999}" -le $((fd0 + 2)) ] && [ "${fd3:-999}" -le $((fd0 + 2)) ] && ok "slurmd fds do not grow ($fd0 -> $fd2 -> $fd3)" ||
-  bad "slurmd fds grow: $fd0 -> $fd1 -> $fd2 -> $fd3"
+[ "$conc_bound" = "$CONC" ] && pass "every concurrent step was bound" || fail "only $conc_bound of $CONC concurrent steps bound"
+[ "${fd2:-999}" -le $((fd0 + 2)) ] && [ "${fd3:-999}" -le $((fd0 + 2)) ] && pass "slurmd fds do not grow ($fd0 -> $fd2 -> $fd3)" ||
+  fail "slurmd fds grow: $fd0 -> $fd1 -> $fd2 -> $fd3"
 [ $((rss2 - rss0)) -le 2048 ] && [ $((rss2 - rss1)) -le 1024 ] && [ $((rss3 - rss0)) -le 2048 ] &&
-  ok "slurmd VmRSS does not grow ($rss0 -> $rss1 -> $rss2 -> $rss3 kB)" || bad "slurmd VmRSS grows: $rss0 -> $rss1 -> $rss2 -> $rss3 kB"
+  pass "slurmd VmRSS does not grow ($rss0 -> $rss1 -> $rss2 -> $rss3 kB)" || fail "slurmd VmRSS grows: $rss0 -> $rss1 -> $rss2 -> $rss3 kB"
 
 # ---- 4. user-controlled environment vs the root slurmstepd --------------------------
 mkdir -p "$D/evil/plugins" "$D/evil/fsroot"
@@ -140,16 +134,15 @@ su nbtest -s /bin/sh -c ". '$D/env.sh'; cd /tmp; HWLOC_XMLFILE='$D/evil/gpus.xml
   timeout 60 srun -n1 --gpus=1 --numa-binding=node sh -c 'echo MODE=\$NUMABIND_MODE'" >"$D/sec.out" 2>"$D/sec.err"
 src=$?
 if ls "$D"/evil/PWNED-* >/dev/null 2>&1; then
-  bad "a user's HWLOC_PLUGINS_PATH plugin was loaded: $(ls "$D"/evil/ | grep PWNED | tr '\n' ' ')"
+  fail "a user's HWLOC_PLUGINS_PATH plugin was loaded: $(ls "$D"/evil/ | grep PWNED | tr '\n' ' ')"
 else
-  ok "user's HWLOC_PLUGINS_PATH/HWLOC_COMPONENTS: no plugin of the user loaded"
+  pass "user's HWLOC_PLUGINS_PATH/HWLOC_COMPONENTS: no plugin of the user loaded"
 fi
 if [ $src -eq 0 ] && grep -q 'MODE=none' "$D/sec.out" && grep -q 'no accelerator' "$D/sec.err"; then
-  ok "user's HWLOC_XMLFILE/HWLOC_FSROOT ignored: the plugin discovered the real machine (no GPU: warned, unbound)"
+  pass "user's HWLOC_XMLFILE/HWLOC_FSROOT ignored: the plugin discovered the real machine (no GPU: warned, unbound)"
 else
-  bad "user's hwloc environment changed the plugin's topology (rc $src): $(cat "$D/sec.out" "$D/sec.err" | head -3 | tr '\n' ' ')"
+  fail "user's hwloc environment changed the plugin's topology (rc $src): $(cat "$D/sec.out" "$D/sec.err" | head -3 | tr '\n' ' ')"
 fi
 cp "$D/plugstack.conf.want" "$D/plugstack.conf"
 
-echo "$FAILS failure(s)"
-[ "$FAILS" -eq 0 ]
+finish

@@ -36,20 +36,18 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PRTE_ALLOW_RUN_
 # Quiet Open MPI's and PMIx's complaints about this VM's missing high-speed networks.
 export OMPI_MCA_btl_base_warn_component_unused=0 OMPI_MCA_mpi_warn_on_fork=0
 
-fails=0
+CL=$CLUSTER_SH
+# shellcheck source=tests/lib/cluster.sh
+. "$here/../lib/cluster.sh"
+
 work=$(mktemp -d "${NUMABIND_TEST_TMP:-/tmp}/numabind-mpi.XXXXXX") || exit 1
 chmod 0755 "$work"
 cluster=""
 cleanup() {
-  if [ -n "$cluster" ]; then "$CLUSTER_SH" stop "$cluster" >/dev/null 2>&1 || true; fi
-  if [ "$fails" -eq 0 ] && [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "artifacts kept in $work"; fi
+  if [ -n "$cluster" ]; then cluster_stop "$cluster"; fi
+  if [ "$failures" -eq 0 ] && [ -z "${KEEP:-}" ]; then rm -rf "$work"; else echo "artifacts kept in $work"; fi
 }
 trap cleanup EXIT
-
-skip() { echo "SKIP: $*"; exit 77; }
-pass() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-need() { command -v "$1" >/dev/null 2>&1 || skip "$1 not found"; }
 
 [ -x "$NUMABIND" ] || skip "numabind binary $NUMABIND missing"
 
@@ -60,7 +58,7 @@ make_topology() {
   need python3
   [ -f "$GEN_TOPOLOGY" ] || skip "gen_topology.py not found at $GEN_TOPOLOGY"
   python3 "$GEN_TOPOLOGY" -o "$xml" --gpu package:0 --gpu package:0 >/dev/null ||
-    { echo "FAIL gen_topology.py"; exit 1; }
+    { fail "gen_topology.py"; finish "mpi $scenario"; }
   [ "$(hwloc-calc --input "$xml" --number-of numa pu:all)" = 1 ] ||
     skip "the CPU expectations of this test assume one NUMA node"
   ncores=$(hwloc-calc --input "$xml" --number-of core all)
@@ -355,10 +353,7 @@ srun | salloc-mpirun)
   [ -x "$CLUSTER_SH" ] || skip "cluster.sh not found at $CLUSTER_SH"
   mpi_common
   cluster=$work/cluster
-  "$CLUSTER_SH" start "$cluster" --nodes 2 >"$work/cluster.log" 2>&1 ||
-    { cat "$work/cluster.log"; cluster=""; echo "FAIL cannot start the test cluster"; fails=1; exit 1; }
-  # shellcheck disable=SC1091
-  . "$cluster/env.sh"
+  cluster_start "$work/cluster.log" "$cluster" --nodes 2 || { cluster=""; exit 1; }
   cd "$work" || exit 1
   srun --mpi=list 2>&1 | grep -q pmix || skip "Slurm has no PMIx plugin (srun --mpi=list)"
   if [ "$scenario" = srun ]; then
@@ -397,6 +392,4 @@ srun | salloc-mpirun)
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 
-[ "$fails" = 0 ] && { echo "PASS $scenario"; exit 0; }
-echo "FAILED $scenario: $fails check(s)"
-exit 1
+finish "mpi $scenario"

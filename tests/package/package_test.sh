@@ -37,18 +37,9 @@ STAGE=$(cd "$STAGE" && pwd)
 PLUGIN_DIR=$STAGE/slurm-plugins
 CONF_DIR=$STAGE/etc/slurm/plugstack.conf.d
 
-failures=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-check() {  # description command...
-  local what=$1; shift
-  if "$@"; then pass "$what"; else fail "$what"; fi
-}
-finish() {
-  if [ "$failures" -gt 0 ]; then echo "package_test.sh $STEP: $failures failure(s)"; exit 1; fi
-  echo "package_test.sh $STEP: all passed"; exit 0
-}
-skip() { echo "SKIP: $*"; exit 77; }
+# pass, fail, check DESCRIPTION COMMAND..., skip, finish; cluster_start, cluster_stop
+# shellcheck source=tests/lib/cluster.sh
+. "$SRC/tests/lib/cluster.sh"
 # A command that stops the script (set -e) says which one and why, instead of a silent exit.
 trap 'rc=$?; [ "$BASH_SUBSHELL" = 0 ] && echo "FAIL: $STEP: line $LINENO: \`$BASH_COMMAND\` exited $rc" >&2' ERR
 need_tool() {  # TOOL PACKAGE: a missing tool is a failure naming the package to install
@@ -288,12 +279,8 @@ step_slurm() {
   check "installed plugstack entry points at the staged plugin" test "$(awk '{print $2}' <<<"$line")" = "$PLUGIN_DIR/spank_numabind.so"
   echo "$line topology=$work/this.xml" >"$work/plugstack.conf"
   cp "$SRC/examples/train_resnet18.py" "$work/"; chmod 0755 "$work/train_resnet18.py"
-  trap '"$SRC/tests/slurm/cluster.sh" stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-  if ! "$SRC/tests/slurm/cluster.sh" start "$dir" --plugstack "$work/plugstack.conf" >"$work/start.log" 2>&1; then
-    cat "$work/start.log"; fail "cluster start"; finish
-  fi
-  # shellcheck disable=SC1091
-  . "$dir/env.sh"
+  trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
+  cluster_start "$work/start.log" "$dir" --plugstack "$work/plugstack.conf" || finish
   srun --help >"$work/help.out" 2>&1 || true
   check "srun --help lists --numa-binding (installed plugin loaded)" grep -q -- '--numa-binding' "$work/help.out"
   ( cd "$work" && timeout 60 srun -n1 --gpus=1 --numa-binding=node,verbose \

@@ -12,14 +12,12 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 NB=$1
 FAKE=$3
+# shellcheck source=tests/slurm/plugin_test_env.sh
 . "$HERE/plugin_test_env.sh" "$2" srun hwloc-calc
 D=$(mktemp -d /tmp/nbcheck.XXXXXX); chmod 0755 "$D"
-failures=0
-cleanup() { "$CL" stop "$D/c" >/dev/null 2>&1; [ "$failures" = 0 ] && rm -rf "$D" || echo "kept $D"; }
+cleanup() { cluster_stop "$D/c"; [ "$failures" = 0 ] && rm -rf "$D" || echo "kept $D"; }
 trap cleanup EXIT
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; failures=$((failures + 1)); sed 's/^/    /' "$D/out" | head -50; sed 's/^/    err: /' "$D/err" | head; }
-check() { if eval "$2"; then pass "$1"; else fail "$1"; fi; }
+on_fail() { show "$D/out" 50; show "$D/err" 10 err; }   # check's report, its stderr
 row() { grep -E -q -- "^$1 +$2  +.*$3.*  .*${4:-}" "$D/out"; }
 
 install_plugin "$D"
@@ -33,9 +31,7 @@ python3 "$FAKE" "$D/node.xml" "$D/root" --minors 200,201 --facts "$D/facts.json"
 python3 "$FAKE" "$D/node.xml" "$D/root-noinfo" --no-info 0,1 || exit 1
 chmod -R a+rX "$D"
 echo "required $D/spank_numabind.so default=node device_files=$D/c/dev/%n/nvidia0,$D/c/dev/%n/nvidia1" >"$D/plugstack.conf"
-"$CL" start "$D/c" --plugstack "$D/plugstack.conf" --constrain-devices --gpus 2 --gres-order 1,0 >"$D/start.log" 2>&1 ||
-  { cat "$D/start.log"; exit 1; }
-. "$D/c/env.sh"
+cluster_start "$D/start.log" "$D/c" --plugstack "$D/plugstack.conf" --constrain-devices --gpus 2 --gres-order 1,0 || exit 1
 
 # The facts of the cluster's files: gres.conf's File= order, each file's minor.
 gres_files=$(sed -n 's/^NodeName=n1 Name=gpu File=//p' "$D/c/gres.conf" | paste -sd' ')
@@ -44,25 +40,24 @@ pci_of_minor() { python3 -c "import json,sys; print([g['pci'] for g in json.load
 
 timeout 60 srun -N1 -n1 --gres=gpu:2 env NUMABIND_CHECK_ROOT="$D/root" "$D/numabind" check --topology "$D/node.xml" >"$D/out" 2>"$D/err"
 rc=$?
-check "srun numabind check: exit 0 (WARNs only)" '[ $rc = 0 ]'
-check "slurm.conf from SLURM_CONF, TaskPlugin from it" "row OK slurm slurm.conf '$D/c/slurm.conf' && row OK slurm TaskPlugin \"$(sed -n 's/^TaskPlugin=//p' "$D/c/slurm.conf")\""
-check "ConstrainDevices=yes from cgroup.conf" 'row OK slurm ConstrainDevices "yes \\("'
+check "srun numabind check: exit 0 (WARNs only)" eval '[ $rc = 0 ]'
+check "slurm.conf from SLURM_CONF, TaskPlugin from it" eval "row OK slurm slurm.conf '$D/c/slurm.conf' && row OK slurm TaskPlugin \"$(sed -n 's/^TaskPlugin=//p' "$D/c/slurm.conf")\""
+check "ConstrainDevices=yes from cgroup.conf" eval 'row OK slurm ConstrainDevices "yes \\("'
 check "gres.conf for node n1 (Slurm's SLURMD_NODENAME) not in PCI order: WARN" \
-  "row WARN slurm 'gres.conf order' 'not in PCI order.*${gres_files%% *} = $(pci_of_minor $((16#$first_minor)))'"
+  eval "row WARN slurm 'gres.conf order' 'not in PCI order.*${gres_files%% *} = $(pci_of_minor $((16#$first_minor)))'"
 check "plugstack line found through PlugStackConfig, parsed, engine beside it" \
-  "row OK plugstack line '$D/plugstack.conf:1: required' && row OK plugstack arguments 'default=node' && row OK plugstack 'step engine'"
+  eval "row OK plugstack line '$D/plugstack.conf:1: required' && row OK plugstack arguments 'default=node' && row OK plugstack 'step engine'"
 check "device_files= (%n = n1) each match their GPU by device number" \
-  "row OK plugstack 'device_files\\[0\\]' 'char 195:200' && row OK plugstack 'device_files\\[1\\]' 'char 195:201'"
-check "listed device files: open() per task" 'row OK "device files" "GPU rule" "open\\(\\)"'
+  eval "row OK plugstack 'device_files\\[0\\]' 'char 195:200' && row OK plugstack 'device_files\\[1\\]' 'char 195:201'"
+check "listed device files: open() per task" eval 'row OK "device files" "GPU rule" "open\\(\\)"'
 
 srun --help >"$D/out" 2>&1
 check "srun --help: --numa-binding says a site default may apply and names man spank_numabind" \
-  'tr -s " \n" " " <"$D/out" | grep -q -- "--numa-binding.*site default may apply.*man spank_numabind"'
+  eval 'tr -s " \n" " " <"$D/out" | grep -q -- "--numa-binding.*site default may apply.*man spank_numabind"'
 
 echo "required $D/spank_numabind.so default=node" >"$D/plugstack.conf"
 timeout 60 srun -N1 -n1 env NUMABIND_CHECK_ROOT="$D/root-noinfo" "$D/numabind" check --topology "$D/node.xml" >"$D/out" 2>"$D/err"
 check "no device files + gres.conf out of PCI order: the shared-list rule, WARN" \
-  'row WARN "device files" "GPU rule" "2 of 2 device files unknown"'
+  eval 'row WARN "device files" "GPU rule" "2 of 2 device files unknown"'
 
-echo "$failures failure(s)"
-[ "$failures" = 0 ]
+finish

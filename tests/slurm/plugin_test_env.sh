@@ -3,6 +3,7 @@
 # tree), CL (cluster.sh), GEN (gen_topology.py), SO_SRC (the plugin: $1 or the build's), and
 # checks what every such test needs: root, the listed tools, the plugin file and the step
 # engine beside it (numabind_stepd.so). install_plugin DIR copies both into DIR.
+# Sources tests/lib/cluster.sh (and with it tests/lib/checks.sh).
 #   . "$(dirname "$0")/../slurm/plugin_test_env.sh" "${1:-}" TOOL...
 # Exit 77 (skipped) without root or a tool, 1 without the plugin.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -10,9 +11,10 @@ CL=$ROOT/tests/slurm/cluster.sh
 GEN=$ROOT/tests/tools/gen_topology.py
 SO_SRC=${1:-$ROOT/build/spank/spank_numabind.so}
 shift
-skip() { echo "SKIP: $*"; exit 77; }
+# shellcheck source=tests/lib/cluster.sh
+. "$ROOT/tests/lib/cluster.sh"
 [ "$(id -u)" -eq 0 ] || skip "needs root (starts slurmctld/slurmd)"
-for t in slurmd slurmctld munged python3 "$@"; do command -v "$t" >/dev/null || skip "$t not found"; done
+need slurmd slurmctld munged python3 "$@"
 [ -f "$SO_SRC" ] || { echo "plugin $SO_SRC not found (build target spank_numabind)"; exit 1; }
 ENGINE_SRC=$(dirname "$SO_SRC")/numabind_stepd.so
 [ -f "$ENGINE_SRC" ] || { echo "step engine $ENGINE_SRC not found beside the plugin (build target numabind_stepd)"; exit 1; }

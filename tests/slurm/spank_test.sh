@@ -14,24 +14,22 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/slurm/plugin_test_env.sh
 . "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun sbatch hwloc-calc
 
-T0=$SECONDS
 D=$(mktemp -d "${TMPDIR:-/tmp}/nbspank.XXXXXX")
 chmod 0755 "$D"
 cleanup() {
   local rc=$?
-  "$CL" stop "$D" >/dev/null 2>&1 || true
-  [ -n "${D2:-}" ] && { "$CL" stop "$D2" >/dev/null 2>&1 || true; rm -rf "$D2"; }
-  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$FAILS" -ne 0 ]; then
+  cluster_stop "$D"
+  [ -n "${D2:-}" ] && { cluster_stop "$D2"; rm -rf "$D2"; }
+  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then
     echo "cluster directory kept: $D"
   else
     rm -rf "$D"
   fi
   exit $rc
 }
-FAILS=0
-PASSES=0
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -76,33 +74,13 @@ core_cpus() { pus_of "$1" "core:$2"; }
 numa_os() { hwloc-calc --input "$1" -I numa --po pci="$(bus "$2")"; }
 
 # ------------------------------------------------------------------ cluster
-if ! "$CL" start "$D" --nodes 2 --gpus 2 >"$D/cluster-start.log" 2>&1; then
-  cat "$D/cluster-start.log"
-  echo "cannot start the test cluster"
-  FAILS=1
-  exit 1
-fi
-# shellcheck disable=SC1091
-. "$D/env.sh"
+cluster_start "$D/cluster-start.log" "$D" --nodes 2 --gpus 2 || exit 1
 cd "$D" || exit 1
 
 # ------------------------------------------------------------------ helpers
-ok() { PASSES=$((PASSES + 1)); echo "ok   - $1"; }
-bad() {
-  FAILS=$((FAILS + 1))
-  echo "FAIL - $1"
-  [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/       /'
-  [ -s "$D/err" ] && sed 's/^/       stderr: /' "$D/err" | head -n 8
-  return 0
-}
-check() {  # name expected actual
-  if [ "$2" = "$3" ]; then ok "$1"; else
-    bad "$1" "expected: $(printf '%s' "$2" | tr '\n' '|')
-actual:   $(printf '%s' "$3" | tr '\n' '|')"
-  fi
-}
+on_fail() { show "$D/err" 8 stderr; }   # the last srun's stderr
 check_grep() {  # name regex file
-  if grep -Eq -- "$2" "$3"; then ok "$1"; else bad "$1" "no line matching /$2/ in $(basename "$3")"; fi
+  if grep -Eq -- "$2" "$3"; then pass "$1"; else fail "$1" "no line matching /$2/ in $(basename "$3")"; fi
 }
 plug() { echo "required $D/spank_numabind.so $*" >"$D/plugstack.conf"; }
 # run srun with the task probe; stdout (R lines sorted by rank) in $D/out, stderr in $D/err, rc in RC
@@ -111,16 +89,11 @@ tasks() {
   RC=$?
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
 }
-col() {  # KEY -> that field of every R line, "rank:value" per line
-  awk -v k="$2" '{ r = ""; v = ""
-    for (i = 1; i <= NF; i++) { split($i, a, "="); if (a[1] == "rank") r = a[2]; if (a[1] == k) v = substr($i, length(k) + 2) }
-    print r ":" v }' "$1"
-}
-mc() { paste -d: <(col "$1" mode) <(col "$1" cpus | cut -d: -f2); }  # "rank:mode:cpus"
+mc() { paste -d: <(report_by_rank "$1" mode) <(report_by_rank "$1" cpus | cut -d: -f2); }  # "rank:mode:cpus"
 # Two tasks that ran (rc 0) as Slurm placed them ($BASE), without NUMABIND_*, nothing said.
 check_untouched() {
-  check "$1" "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' \
-    "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"$'\n'"$(cat "$D/err")"
+  check_eq "$1" "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' \
+    "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"$'\n'"$(cat "$D/err")"
 }
 want() {  # "0:x" "1:y" ... -> lines
   printf '%s\n' "$@"
@@ -133,36 +106,36 @@ N1=(-N1 -w n1)
 # Slurm's own per-task binding, without the plugin binding anything (default=none)
 plug "topology=$ONE"
 tasks "${N1[@]}" -n2
-BASE=$(col "$D/out" cpus)
-check "baseline: plugin loaded, default none: tasks keep Slurm's binding, no NUMABIND_*" \
-  "$(want 0:unset 1:unset)" "$(col "$D/out" mode)"
+BASE=$(report_by_rank "$D/out" cpus)
+check_eq "baseline: plugin loaded, default none: tasks keep Slurm's binding, no NUMABIND_*" \
+  "$(want 0:unset 1:unset)" "$(report_by_rank "$D/out" mode)"
 
 # ------------------------------------------------------------------ modes
 if case_on modes; then
   plug "topology=$ONE"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "mode node (one NUMA node, shared GPUs): CPUs = NUMA node of the GPU" \
+  check_eq "mode node (one NUMA node, shared GPUs): CPUs = NUMA node of the GPU" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" "$(mc "$D/out")"
-  check "mode node: NUMABIND_MODE/NUMABIND_DEVICE exported" "$(want 0:node/0 1:node/1)" \
-    "$(paste -d/ <(col "$D/out" mode) <(col "$D/out" dev | cut -d: -f2))"
-  check "mode node: default memory policy prefer -> preferred on the GPU's node" \
-    "$(want "0:preferred:$(numa_os "$ONE" 0)" "1:preferred:$(numa_os "$ONE" 1)")" "$(col "$D/out" mem)"
+  check_eq "mode node: NUMABIND_MODE/NUMABIND_DEVICE exported" "$(want 0:node/0 1:node/1)" \
+    "$(paste -d/ <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" dev | cut -d: -f2))"
+  check_eq "mode node: default memory policy prefer -> preferred on the GPU's node" \
+    "$(want "0:preferred:$(numa_os "$ONE" 0)" "1:preferred:$(numa_os "$ONE" 1)")" "$(report_by_rank "$D/out" mem)"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=socket
-  check "mode socket: CPUs = package of the GPU" \
+  check_eq "mode socket: CPUs = package of the GPU" \
     "$(want "0:socket:$(pkg_cpus "$ONE" 0)" "1:socket:$(pkg_cpus "$ONE" 1)")" "$(mc "$D/out")"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive
-  check "mode exclusive: 2 tasks on one node split its cores" \
+  check_eq "mode exclusive: 2 tasks on one node split its cores" \
     "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex
-  check "mode core-complex: 2 tasks, 1 L3 -> both on the whole L3 (shared, as torch.numa.binding)" \
+  check_eq "mode core-complex: 2 tasks, 1 L3 -> both on the whole L3 (shared, as torch.numa.binding)" \
     "$(want "0:core-complex:$(l3_cpus "$ONE" 0)" "1:core-complex:$(l3_cpus "$ONE" 1)")" "$(mc "$D/out")"
   plug "topology=$SWAP"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex,mem=none
-  check "mode core-complex (2 L3, GPUs swapped): CPUs = L3 of the GPU" \
+  check_eq "mode core-complex (2 L3, GPUs swapped): CPUs = L3 of the GPU" \
     "$(want "0:core-complex:$(l3_cpus "$SWAP" 0)" "1:core-complex:$(l3_cpus "$SWAP" 1)")" "$(mc "$D/out")"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
-  check "mode none: NUMABIND_MODE=none, Slurm's binding untouched" \
-    "$(want 0:none 1:none)"$'\n'"$BASE" "$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
+  check_eq "mode none: NUMABIND_MODE=none, Slurm's binding untouched" \
+    "$(want 0:none 1:none)"$'\n'"$BASE" "$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
 fi
 
 # ------------------------------------------------------------------ memory policies
@@ -172,33 +145,33 @@ if case_on mem; then
     tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=${m%%:*}
     exp=${m#*:}:$(numa_os "$ONE" 0)
     [ "${m%%:*}" = none ] && exp=default:
-    check "mem=${m%%:*}: policy read back" "$(want "0:$exp" "1:$exp")" "$(col "$D/out" mem)"
+    check_eq "mem=${m%%:*}: policy read back" "$(want "0:$exp" "1:$exp")" "$(report_by_rank "$D/out" mem)"
   done
   plug "topology=$ONE mem=interleave"
   tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node
-  check "plugstack mem=interleave is the default policy" "0:interleave:$(numa_os "$ONE" 0)" "$(col "$D/out" mem)"
+  check_eq "plugstack mem=interleave is the default policy" "0:interleave:$(numa_os "$ONE" 0)" "$(report_by_rank "$D/out" mem)"
   tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=bind
-  check "option mem=bind overrides plugstack mem=" "0:bind:$(numa_os "$ONE" 0)" "$(col "$D/out" mem)"
+  check_eq "option mem=bind overrides plugstack mem=" "0:bind:$(numa_os "$ONE" 0)" "$(report_by_rank "$D/out" mem)"
 fi
 
 # ------------------------------------------------------------------ GPUs per task / per node
 if case_on gpus; then
   plug "topology=$SWAP"
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check "--gpus-per-task=1: each task sees one GPU" "$(want 0:0 1:1)" "$(col "$D/out" cvd)"
-  check "--gpus-per-task=1: task bound to its own GPU's node (swapped topology)" \
+  check_eq "--gpus-per-task=1: each task sees one GPU" "$(want 0:0 1:1)" "$(report_by_rank "$D/out" cvd)"
+  check_eq "--gpus-per-task=1: task bound to its own GPU's node (swapped topology)" \
     "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=none
-  check "--gpus-per-node=2: all tasks see all GPUs" "$(want 0:0,1 1:0,1)" "$(col "$D/out" cvd)"
-  check "--gpus-per-node=2: task r uses GPU r" \
+  check_eq "--gpus-per-node=2: all tasks see all GPUs" "$(want 0:0,1 1:0,1)" "$(report_by_rank "$D/out" cvd)"
+  check_eq "--gpus-per-node=2: task r uses GPU r" \
     "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
   tasks "${N1[@]}" -n2 --gpus-per-node=1 --numa-binding=node,mem=none
-  g=$(col "$D/out" cvd | head -n1 | cut -d: -f2)
-  check "--gpus-per-node=1: both tasks share the step's GPU $g" \
+  g=$(report_by_rank "$D/out" cvd | head -n1 | cut -d: -f2)
+  check_eq "--gpus-per-node=1: both tasks share the step's GPU $g" \
     "$(want "0:node:$(node_cpus "$SWAP" "$g")" "1:node:$(node_cpus "$SWAP" "$g")")" "$(mc "$D/out")"
   plug "topology=$NEAR"
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=exclusive,mem=none
-  check "exclusive with --gpus-per-task=1 (GPU per NUMA node): each task its node's cores" \
+  check_eq "exclusive with --gpus-per-task=1 (GPU per NUMA node): each task its node's cores" \
     "$(want "0:exclusive:$(node_cpus "$NEAR" 0)" "1:exclusive:$(node_cpus "$NEAR" 1)")" "$(mc "$D/out")"
 fi
 
@@ -215,47 +188,47 @@ if case_on nics; then
   n0=$(nic_of 0) n1=$(nic_of 1)
   plug "topology=$NICS"
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check "srun: NUMABIND_NICS = the HCA behind each task's GPU's switch, UCX_NET_DEVICES untouched" \
-    "$(want "0:$n0/0:unset" "1:$n1/1:unset")" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+  check_eq "srun: NUMABIND_NICS = the HCA behind each task's GPU's switch, UCX_NET_DEVICES untouched" \
+    "$(want "0:$n0/0:unset" "1:$n1/1:unset")" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none,ucx
-  check "srun --numa-binding=node,ucx: UCX_NET_DEVICES=<hca>:1" "$(want "0:$n0:1" "1:$n1:1")" "$(col "$D/out" ucx)"
+  check_eq "srun --numa-binding=node,ucx: UCX_NET_DEVICES=<hca>:1" "$(want "0:$n0:1" "1:$n1:1")" "$(report_by_rank "$D/out" ucx)"
   plug "topology=$NICS ucx=yes"
   UCX_NET_DEVICES=mine:2 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check "plugstack ucx=yes keeps the user's UCX_NET_DEVICES" "$(want 0:mine:2 1:mine:2)" "$(col "$D/out" ucx)"
+  check_eq "plugstack ucx=yes keeps the user's UCX_NET_DEVICES" "$(want 0:mine:2 1:mine:2)" "$(report_by_rank "$D/out" ucx)"
   tasks "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,mem=none
-  check "plugstack ucx=yes, one task owning both GPUs: the union in PCI order" \
-    "0:$n0,$n1/0:$n0:1,$n1:1" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+  check_eq "plugstack ucx=yes, one task owning both GPUs: the union in PCI order" \
+    "0:$n0,$n1/0:$n0:1,$n1:1" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
   # as a task of a bound batch shell has it: numabind's own value (and marker) is replaced
   UCX_NET_DEVICES=mlx5_9:1 NUMABIND_UCX_NET_DEVICES=mlx5_9:1 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check "plugstack ucx=yes replaces a UCX_NET_DEVICES numabind set in an outer binding" \
-    "$(want "0:$n0:1" "1:$n1:1")" "$(col "$D/out" ucx)"
+  check_eq "plugstack ucx=yes replaces a UCX_NET_DEVICES numabind set in an outer binding" \
+    "$(want "0:$n0:1" "1:$n1:1")" "$(report_by_rank "$D/out" ucx)"
   plug "topology=$ONE ucx=yes"
   NUMABIND_NICS=stale tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check "no fabric NIC: NUMABIND_NICS removed, UCX_NET_DEVICES not set" \
-    "$(want 0:unset/0:unset 1:unset/1:unset)" "$(paste -d/ <(col "$D/out" nics) <(col "$D/out" ucx))"
+  check_eq "no fabric NIC: NUMABIND_NICS removed, UCX_NET_DEVICES not set" \
+    "$(want 0:unset/0:unset 1:unset/1:unset)" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
 fi
 
 # ------------------------------------------------------------------ verbose
 if case_on verbose; then
   plug "topology=$SWAP"
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose,mem=none
-  check "verbose: exactly one numabind line per task on srun's stderr" 2 "$(grep -c '^numabind: ' "$D/err")"
+  check_eq "verbose: exactly one numabind line per task on srun's stderr" 2 "$(grep -c '^numabind: ' "$D/err")"
   for r in 0 1; do
     check_grep "verbose: task $r line is short: node, task, local rank, mode, GPU+PCI, its NUMA node, CPUs, memory" \
       "^numabind: node n1 task $r \\(local $r\\): node, GPU $r \\($(bus $r), NUMA $(numa_os "$SWAP" $r)\\), CPUs $(node_cpus "$SWAP" $r), memory not bound$" "$D/err"
   done
-  check "verbose: no timing detail at the first level" 0 "$(grep -c 'took ' "$D/err")"
+  check_eq "verbose: no timing detail at the first level" 0 "$(grep -c 'took ' "$D/err")"
   tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose=2,mem=none
-  check "verbose=2: timings and the GPU source added" 2 "$(grep -c '; GPUs from .*; took [0-9]* us' "$D/err")"
+  check_eq "verbose=2: timings and the GPU source added" 2 "$(grep -c '; GPUs from .*; took [0-9]* us' "$D/err")"
   t=$(sed -n 's/.*; took \([0-9]*\) us (.*; step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
   [ -n "$t" ] && echo "info - plugin's own timing: task_init ${t%% *} us per task, step setup (topology load) ${t##* } us"
   plug "topology=$ONE verbose default=node"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
-  check "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
+  check_eq "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
   plug "topology=$ONE"
   # -Q: srun's own "job queued" notes when the previous job is still being cleaned up
   tasks "${N1[@]}" -Q -n2 --gpus-per-node=2 --numa-binding=node
-  check "without verbose: nothing on stderr" "" "$(cat "$D/err")"
+  check_eq "without verbose: nothing on stderr" "" "$(cat "$D/err")"
 fi
 
 # ------------------------------------------------------------------ bad values
@@ -263,36 +236,36 @@ if case_on bad; then
   plug "topology=$ONE"
   rm -f "$D/marker"
   timeout 30 srun "${N1[@]}" -n1 --numa-binding=bogus touch "$D/marker" 2>"$D/err"; rc=$?
-  check "bad option value: srun refuses (rc!=0), nothing launched" "refused,nolaunch" \
+  check_eq "bad option value: srun refuses (rc!=0), nothing launched" "refused,nolaunch" \
     "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch)"
-  check "bad option value: one numabind line naming it and the valid modes" 1 \
+  check_eq "bad option value: one numabind line naming it and the valid modes" 1 \
     "$(grep -c "numabind: invalid --numa-binding mode 'bogus'.*none, node, socket, exclusive, core-complex" "$D/err")"
   for v in node,fast node,mem=fast node,verbose,verbose ""; do
     timeout 30 srun "${N1[@]}" -n1 --numa-binding="$v" touch "$D/marker" 2>"$D/err"; rc=$?
-    check "bad option value '$v': refused before launch" "refused,nolaunch" \
+    check_eq "bad option value '$v': refused before launch" "refused,nolaunch" \
       "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch)"
     [ "$v" = node,mem=fast ] &&
       check_grep "bad memory policy: one line naming it and the valid policies" \
         "numabind: invalid --numa-binding memory policy 'fast'.*prefer, bind, interleave, none" "$D/err"
   done
   SLURM_SPANK__SLURM_SPANK_OPTION_numabind_numa_binding=bogus timeout 30 srun "${N1[@]}" -n1 touch "$D/marker" 2>"$D/err"; rc=$?
-  check "bad value in SLURM_SPANK_* environment: srun refuses before launch" "refused,nolaunch" \
+  check_eq "bad value in SLURM_SPANK_* environment: srun refuses before launch" "refused,nolaunch" \
     "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch)"
   check_grep "bad environment value: named with the valid modes" "numabind: invalid --numa-binding mode 'bogus'" "$D/err"
   timeout 30 sbatch "${N1[@]}" -n1 --numa-binding=bogus --wrap "touch $D/marker" >/dev/null 2>"$D/err"; rc=$?
-  check "bad option value: sbatch refuses (no job)" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
+  check_eq "bad option value: sbatch refuses (no job)" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
   printf '#!/bin/sh\n#SBATCH --numa-binding=sockets\ntouch %s\n' "$D/marker" >"$D/bad.sbatch"
   timeout 30 sbatch "${N1[@]}" -n1 "$D/bad.sbatch" >/dev/null 2>"$D/err"; rc=$?
-  check "bad #SBATCH --numa-binding: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
+  check_eq "bad #SBATCH --numa-binding: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
   check_grep "bad #SBATCH value: named" "'sockets'" "$D/err"
   SLURM_SPANK__SLURM_SPANK_OPTION_numabind_numa_binding=bogus timeout 30 sbatch "${N1[@]}" -n1 --wrap true >/dev/null 2>"$D/err"; rc=$?
-  check "bad value in environment: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
+  check_eq "bad value in environment: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
   for a in "bogus=1" "default=fast" "fallback=maybe" "respect_cpu_bind=perhaps" "devices=zz" \
            "topology=relative.xml" "topology=/x/%q.xml" "mem=all" "default=node default=node"; do
     plug "topology=$ONE $a"
     timeout 30 srun "${N1[@]}" -n1 touch "$D/marker" 2>"$D/err"; rc=$?
     key=${a%%=*}
-    check "plugstack '$a': plugin refuses to load, srun fails before launch" "refused,nolaunch,named" \
+    check_eq "plugstack '$a': plugin refuses to load, srun fails before launch" "refused,nolaunch,named" \
       "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch),$(grep -q "numabind: plugstack.conf: .*$key" "$D/err" && echo named || echo unnamed)"
   done
   plug "topology=$ONE"
@@ -310,55 +283,55 @@ srun -n2 --gpus-per-task=1 --numa-binding=exclusive,mem=none $D/report.sh overri
 srun -n2 --gpus-per-task=1 --numa-binding=none $D/report.sh none
 EOF
   timeout 90 sbatch --wait "${N1[@]}" -n2 --gpus=2 -o "$D/job.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
-  check "sbatch --wait job ran" 0 "$rc"
+  check_eq "sbatch --wait job ran" 0 "$rc"
   for tag in inherited override none; do grep "^R $tag " "$D/job.out" | sort -t= -k2,2n >"$D/out.$tag"; done
-  check "#SBATCH --numa-binding reaches every srun step (mode)" "$(want 0:node 1:node)" "$(col "$D/out.inherited" mode)"
-  check "#SBATCH --numa-binding: step tasks bound to their GPU's node" \
+  check_eq "#SBATCH --numa-binding reaches every srun step (mode)" "$(want 0:node 1:node)" "$(report_by_rank "$D/out.inherited" mode)"
+  check_eq "#SBATCH --numa-binding: step tasks bound to their GPU's node" \
     "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.inherited")"
-  check "srun's own --numa-binding overrides #SBATCH (exclusive, per-task GPUs)" \
+  check_eq "srun's own --numa-binding overrides #SBATCH (exclusive, per-task GPUs)" \
     "$(want "0:exclusive:$(node_cpus "$SWAP" 0)" "1:exclusive:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.override")"
-  check "srun --numa-binding=none overrides #SBATCH" "$(want 0:none 1:none)" "$(col "$D/out.none" mode)"
+  check_eq "srun --numa-binding=none overrides #SBATCH" "$(want 0:none 1:none)" "$(report_by_rank "$D/out.none" mode)"
   grep '^R batch ' "$D/job.out" >"$D/out.batch"
-  check "batch_step=no (default): the batch shell is not bound" "0:unset" "$(col "$D/out.batch" mode)"
+  check_eq "batch_step=no (default): the batch shell is not bound" "0:unset" "$(report_by_rank "$D/out.batch" mode)"
 
   plug "topology=$SWAP batch_step=yes"
   timeout 90 sbatch --wait "${N1[@]}" -n1 --gpus=1 -o "$D/job2.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
   grep '^R batch ' "$D/job2.out" >"$D/out.batch"
-  g=$(col "$D/out.batch" cvd | cut -d: -f2)
-  check "batch_step=yes: the batch shell is bound to its GPU ($g)'s node" "0:node:$(node_cpus "$SWAP" "${g:-0}")" \
-    "$(col "$D/out.batch" mode | cut -d: -f2 | sed 's/^/0:/'):$(col "$D/out.batch" cpus | cut -d: -f2)"
+  g=$(report_by_rank "$D/out.batch" cvd | cut -d: -f2)
+  check_eq "batch_step=yes: the batch shell is bound to its GPU ($g)'s node" "0:node:$(node_cpus "$SWAP" "${g:-0}")" \
+    "$(report_by_rank "$D/out.batch" mode | cut -d: -f2 | sed 's/^/0:/'):$(report_by_rank "$D/out.batch" cpus | cut -d: -f2)"
 
   plug "topology=$ONE default=node"
   printf '#!/bin/sh\nsrun -n2 %s/report.sh step\n' "$D" >"$D/job3.sbatch"
   timeout 90 sbatch --wait "${N1[@]}" -n2 --gpus=2 -o "$D/job3.out" "$D/job3.sbatch" >/dev/null 2>"$D/err"
   grep '^R step ' "$D/job3.out" | sort -t= -k2,2n >"$D/out"
-  check "plugstack default=node applies to steps of a batch job" \
+  check_eq "plugstack default=node applies to steps of a batch job" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
-    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+    "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
 fi
 
 # ------------------------------------------------------------------ site default, respect_cpu_bind
 if case_on default; then
   plug "topology=$ONE default=node"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
-  check "default=node without any option: tasks bound" \
+  check_eq "default=node without any option: tasks bound" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
-    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+    "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
-  check "respect_user_bind=yes (default): explicit --cpu-bind wins over the site default" \
-    "$(want 0:unset 1:unset)"$'\n'"$BASE" "$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
+  check_eq "respect_user_bind=yes (default): explicit --cpu-bind wins over the site default" \
+    "$(want 0:unset 1:unset)"$'\n'"$BASE" "$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores --numa-binding=node
-  check "explicit --numa-binding applies even with --cpu-bind" \
+  check_eq "explicit --numa-binding applies even with --cpu-bind" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
-    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+    "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
   plug "topology=$ONE default=node respect_cpu_bind=no"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
-  check "respect_cpu_bind=no: the site default overrides --cpu-bind" \
+  check_eq "respect_cpu_bind=no: the site default overrides --cpu-bind" \
     "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
-    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
+    "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
   plug "topology=$ONE default=exclusive mem=none"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "explicit --numa-binding overrides default=" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
+  check_eq "explicit --numa-binding overrides default=" "$(want 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ fallback
@@ -367,27 +340,27 @@ if case_on fallback; then
   tasks "${N1[@]}" -n2 --gpus-per-node=2
   check_untouched "site default, no GPU in topology: tasks run (rc 0) untouched, no NUMABIND_*, nothing said"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "fallback=warn (default), explicit mode, no GPU in topology: unbound, NUMABIND_MODE=none" \
-    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
-  check "fallback=warn: one warning per step naming the reason and the plugstack key" 1 \
+  check_eq "fallback=warn (default), explicit mode, no GPU in topology: unbound, NUMABIND_MODE=none" \
+    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
+  check_eq "fallback=warn: one warning per step naming the reason and the plugstack key" 1 \
     "$(grep -c '^numabind: warning: node n1: --numa-binding=node: no accelerator on this node (plugstack devices=.*running unbound (fallback=warn)' "$D/err")"
   plug "topology=$NOGPU default=node fallback=fail"
   tasks "${N1[@]}" -n2 --gpus-per-node=2
-  check "fallback=fail, site default, no GPU: the site default does nothing (tasks run)" "0,2" "$RC,$(wc -l <"$D/out" | tr -d ' ')"
+  check_eq "fallback=fail, site default, no GPU: the site default does nothing (tasks run)" "0,2" "$RC,$(wc -l <"$D/out" | tr -d ' ')"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "fallback=fail, explicit mode, no GPU: srun fails, no task ran" "failed,0" \
+  check_eq "fallback=fail, explicit mode, no GPU: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
   check_grep "fallback=fail: clear error on srun's stderr" "error: numabind: node n1: .*no accelerator.*\(fallback=fail\)" "$D/err"
   plug "topology=$ONE fallback=fail"
   tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
-  check "fallback=fail, exclusive with 3 tasks on 2 PUs: srun fails" "failed" "$([ $RC -ne 0 ] && echo failed || echo rc=0)"
+  check_eq "fallback=fail, exclusive with 3 tasks on 2 PUs: srun fails" "failed" "$([ $RC -ne 0 ] && echo failed || echo rc=0)"
   check_grep "fallback=fail: impossible exclusive split reported" "error: numabind: .*exclusive binding impossible" "$D/err"
-  check "fallback=fail: the cause said once for the step, not per task, not as 'numabind: error:'" "1 0" \
+  check_eq "fallback=fail: the cause said once for the step, not per task, not as 'numabind: error:'" "1 0" \
     "$(grep -c 'numabind:' "$D/err") $(grep -c 'numabind: error:' "$D/err")"
   plug "topology=$ONE fallback=warn"
   tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
-  check "fallback=warn, exclusive with 3 tasks on 2 PUs: 3 tasks run unbound" "0,3,none" \
-    "$RC,$(wc -l <"$D/out" | tr -d ' '),$(col "$D/out" mode | cut -d: -f2 | sort -u | tr '\n' ' ' | xargs)"
+  check_eq "fallback=warn, exclusive with 3 tasks on 2 PUs: 3 tasks run unbound" "0,3,none" \
+    "$RC,$(wc -l <"$D/out" | tr -d ' '),$(report_by_rank "$D/out" mode | cut -d: -f2 | sort -u | tr '\n' ' ' | xargs)"
   plug "topology=$D/topo/missing-%n.xml fallback=fail"
   tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node
   check_grep "fallback=fail, missing topology file: error names the file" "error: numabind: .*missing-n1.xml" "$D/err"
@@ -402,16 +375,16 @@ if case_on engine; then
   tasks "${N1[@]}" -n2 --gpus-per-node=2
   check_untouched "engine missing, nothing asked: tasks run as Slurm placed them, nothing said"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
-  check "engine missing, --numa-binding=none: NUMABIND_MODE=none, nothing said" \
-    "0"$'\n'"$(want 0:none 1:none)"$'\n' "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(cat "$D/err")"
+  check_eq "engine missing, --numa-binding=none: NUMABIND_MODE=none, nothing said" \
+    "0"$'\n'"$(want 0:none 1:none)"$'\n' "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(cat "$D/err")"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "engine missing, fallback=warn: tasks run unbound (NUMABIND_MODE=none)" \
-    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(col "$D/out" mode)"$'\n'"$(col "$D/out" cpus)"
-  check "engine missing, fallback=warn: one warning per step naming the missing file" 1 \
+  check_eq "engine missing, fallback=warn: tasks run unbound (NUMABIND_MODE=none)" \
+    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
+  check_eq "engine missing, fallback=warn: one warning per step naming the missing file" 1 \
     "$(grep -c "^numabind: warning: node n1: cannot find the step engine $D/numabind_stepd.so: .*running unbound (fallback=warn)" "$D/err")"
   plug "topology=$ONE fallback=fail"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "engine missing, fallback=fail: srun fails, no task ran" "failed,0" \
+  check_eq "engine missing, fallback=fail: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
   check_grep "engine missing, fallback=fail: the error names the file" "error: numabind: node n1: cannot find the step engine .*numabind_stepd.so" "$D/err"
   mv "$D/numabind_stepd.so.away" "$D/numabind_stepd.so"
@@ -421,7 +394,7 @@ if case_on engine; then
   chmod 0755 "$D/numabind_stepd.so"
   plug "topology=$ONE"
   tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check "engine back: the step binds again" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
+  check_eq "engine back: the step binds again" "$(want 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ no topology=: live discovery + per-boot cache
@@ -431,7 +404,7 @@ fi
 if case_on cache; then
   NIC=$(for d in /sys/bus/pci/devices/*; do [ "$(cat "$d/class")" = 0x020000 ] && basename "$d"; done | sort | head -n1)
   if [ -z "$NIC" ]; then
-    echo "skip - cache: this machine has no Ethernet PCI function to stand in for a GPU"
+    skip_case "cache: this machine has no Ethernet PCI function to stand in for a GPU"
   else
     before=$(ls /run/numabind/topology-*.xml 2>/dev/null)
     # The step engine's model cache (model-*.txt) would spare the step hwloc altogether: start
@@ -441,16 +414,16 @@ if case_on cache; then
     tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*GPU 0 \\($NIC, NUMA" "$D/err"
     cache=$(ls /run/numabind/topology-*.xml 2>/dev/null | head -n1)
-    check "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
+    check_eq "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
       "$( [ -n "$cache" ] && stat -c %U:%a "$cache"):$(stat -c %U:%a /run/numabind 2>/dev/null)"
     model=$(ls /run/numabind/model-*.txt 2>/dev/null | head -n1)
-    check "first step wrote the model cache, root-owned 0644" "root:644" "$( [ -n "$model" ] && stat -c %U:%a "$model")"
+    check_eq "first step wrote the model cache, root-owned 0644" "root:644" "$( [ -n "$model" ] && stat -c %U:%a "$model")"
     mtime=$( [ -n "$cache" ] && stat -c %Y.%y "$cache")
     model_mtime=$( [ -n "$model" ] && stat -c %Y.%y "$model")
     tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
-    check "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
-      "$RC:$(col "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
-    check "second step reads the model cache (not rewritten)" "$model_mtime" "$( [ -n "$model" ] && stat -c %Y.%y "$model")"
+    check_eq "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
+      "$RC:$(report_by_rank "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
+    check_eq "second step reads the model cache (not rewritten)" "$model_mtime" "$( [ -n "$model" ] && stat -c %Y.%y "$model")"
     # A model cache cut at a line boundary (its PCI lines lost, the accelerator with them) is
     # refused and rebuilt, the step still binds to the device, and slurmd's log says so once
     # per boot (the marker is removed first: earlier runs this boot said it already).
@@ -459,10 +432,10 @@ if case_on cache; then
       for round in 1 2; do
         head -n "$(grep -n '^pci ' "$model" | head -n1 | cut -d: -f1)" "$model" | head -n -1 >"$model.cut" && mv "$model.cut" "$model"
         tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
-        check "cut model cache, step $round: refused, the step still finds the device" "0:node" "$RC:$(col "$D/out" mode | cut -d: -f2)"
+        check_eq "cut model cache, step $round: refused, the step still finds the device" "0:node" "$RC:$(report_by_rank "$D/out" mode | cut -d: -f2)"
       done
-      check "cut model cache: rebuilt whole (an end line again)" "1" "$(tail -n1 "$model" | grep -c '^end [0-9]* [0-9a-f]\{16\}$')"
-      check "cut model cache: slurmd's log says it once per boot" "1" \
+      check_eq "cut model cache: rebuilt whole (an end line again)" "1" "$(tail -n1 "$model" | grep -c '^end [0-9]* [0-9a-f]\{16\}$')"
+      check_eq "cut model cache: slurmd's log says it once per boot" "1" \
         "$(cat "$D"/log/slurmd.*.log | grep -c "model cache ($model): unusable (model cache: cut short")"
     fi
     [ -z "$before" ] && rm -f /run/numabind/topology-*.xml
@@ -475,35 +448,35 @@ if case_on user; then
   su nbtest -s /bin/sh -c ". '$D/env.sh'; cd /tmp; timeout 60 srun -N1 -w n1 -n2 --gpus-per-task=1 --numa-binding=node,mem=none,verbose '$D/report.sh'" \
     >"$D/out.raw" 2>"$D/err"
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
-  check "job of user nbtest: tasks bound to their GPU's node" \
+  check_eq "job of user nbtest: tasks bound to their GPU's node" \
     "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" \
-    "$(paste -d: <(col "$D/out" mode) <(col "$D/out" cpus | cut -d: -f2))"
-  check "job of user nbtest: verbose lines" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
+    "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
+  check_eq "job of user nbtest: verbose lines" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
 fi
 
 # ------------------------------------------------------------------ two nodes, two topologies
 if case_on nodes; then
   plug "topology=$D/topo/node-%n.xml"
   tasks -N2 -n2 --gpus-per-node=1 --numa-binding=node,mem=none
-  g1=$(awk '/node=n1/' "$D/out" | col /dev/stdin cvd | cut -d: -f2)
-  g2=$(awk '/node=n2/' "$D/out" | col /dev/stdin cvd | cut -d: -f2)
-  check "2 nodes: each node plans from its own topology (topology=...-%n.xml)" \
+  g1=$(awk '/node=n1/' "$D/out" | report_by_rank /dev/stdin cvd | cut -d: -f2)
+  g2=$(awk '/node=n2/' "$D/out" | report_by_rank /dev/stdin cvd | cut -d: -f2)
+  check_eq "2 nodes: each node plans from its own topology (topology=...-%n.xml)" \
     "n1:$(node_cpus "$D/topo/node-n1.xml" "${g1:-0}") n2:$(node_cpus "$D/topo/node-n2.xml" "${g2:-0}")" \
-    "n1:$(awk '/node=n1/' "$D/out" | col /dev/stdin cpus | cut -d: -f2) n2:$(awk '/node=n2/' "$D/out" | col /dev/stdin cpus | cut -d: -f2)"
-  check "2 nodes: both tasks bound (mode node)" "$(want 0:node 1:node)" "$(col "$D/out" mode)"
+    "n1:$(awk '/node=n1/' "$D/out" | report_by_rank /dev/stdin cpus | cut -d: -f2) n2:$(awk '/node=n2/' "$D/out" | report_by_rank /dev/stdin cpus | cut -d: -f2)"
+  check_eq "2 nodes: both tasks bound (mode node)" "$(want 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ PMIx
 if case_on pmix; then
   plug "topology=$SWAP"
   tasks "${N1[@]}" -n2 --mpi=pmix --gpus-per-task=1 --numa-binding=node,mem=none
-  check "--mpi=pmix: tasks run and are bound, PMIx env intact" \
+  check_eq "--mpi=pmix: tasks run and are bound, PMIx env intact" \
     "0:node:$(node_cpus "$SWAP" 0):0 1:node:$(node_cpus "$SWAP" 1):1" \
-    "$(paste -d: <(mc "$D/out") <(col "$D/out" pmix | cut -d: -f2) | tr '\n' ' ' | xargs)"
+    "$(paste -d: <(mc "$D/out") <(report_by_rank "$D/out" pmix | cut -d: -f2) | tr '\n' ' ' | xargs)"
   if command -v mpicc >/dev/null && mpicc -O1 -o "$D/mpi_hello" "$HERE/mpi_hello.c" 2>"$D/err"; then
     timeout 60 srun "${N1[@]}" -n2 --mpi=pmix --gpus-per-task=1 --numa-binding=node,mem=none "$D/mpi_hello" \
       >"$D/out.raw" 2>"$D/err"; RC=$?
-    check "--mpi=pmix MPI program: MPI_Init/Allreduce work under the plugin, ranks bound" \
+    check_eq "--mpi=pmix MPI program: MPI_Init/Allreduce work under the plugin, ranks bound" \
       "0|rank=0 size=2 local=0 cpus=$(node_cpus "$SWAP" 0) sum=1|rank=1 size=2 local=1 cpus=$(node_cpus "$SWAP" 1) sum=1" \
       "$RC|$(grep '^M ' "$D/out.raw" | sed 's/^M //' | sort | paste -sd'|')"
   else
@@ -533,9 +506,9 @@ EOF
     set -- $(echo "$line" | sed 's/BENCH //; s/[a-z]*=//g; s/,/ /g')
     echo "info - per-step time (srun -n2 true, mean of 10, ms): no plugin $(fmt $1)/$(fmt $2)," \
          "plugin loaded (default none) $(fmt $3), plugin binding (exclusive) $(fmt $4)/$(fmt $5)"
-    ok "overhead measured"
+    pass "overhead measured"
   else
-    bad "overhead: bench did not run"
+    fail "overhead: bench did not run"
   fi
   plug "topology=$ONE"
 fi
@@ -551,17 +524,17 @@ if case_on opts; then
   plug "topology=$SMT"
   for mode in node socket exclusive core-complex; do
     tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=$mode,smt=1,mem=none
-    check "srun --numa-binding=$mode,smt=1: one PU per core ($first)" "0:$mode:$first" "$(mc "$D/out")"
+    check_eq "srun --numa-binding=$mode,smt=1: one PU per core ($first)" "0:$mode:$first" "$(mc "$D/out")"
   done
   tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
-  check "srun --numa-binding=node: both siblings ($both)" "0:node:$both" "$(mc "$D/out")"
+  check_eq "srun --numa-binding=node: both siblings ($both)" "0:node:$both" "$(mc "$D/out")"
   tasks "${N1[@]}" -n1 --gpus-per-node=1 --hint=nomultithread --numa-binding=node,mem=none
-  check "srun --hint=nomultithread --numa-binding=node: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
+  check_eq "srun --hint=nomultithread --numa-binding=node: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
   plug "topology=$SMT smt=1"
   tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
-  check "plugstack smt=1: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
+  check_eq "plugstack smt=1: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
   tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=all,mem=none
-  check "plugstack smt=1, srun smt=all: both siblings" "0:node:$both" "$(mc "$D/out")"
+  check_eq "plugstack smt=1, srun smt=all: both siblings" "0:node:$both" "$(mc "$D/out")"
   # omp: one place per core of the task's CPUs, the core's PUs in it (hwloc-calc core:0 here)
   omp_line() {  # srun args... -> "OMP <threads> <places> <bind>" of task 0
     timeout 60 srun "${N1[@]}" -n1 --gpus-per-node=1 "$@" \
@@ -571,17 +544,17 @@ if case_on opts; then
   unset OMP_NUM_THREADS OMP_PLACES OMP_PROC_BIND   # srun passes the environment on
   plug "topology=$SMT"
   core0=$(hwloc-calc --input "$SMT" --po -I pu core:0)
-  check "srun --numa-binding=node,omp: OMP_NUM_THREADS=1 (cores), OMP_PLACES={$core0}, close" \
+  check_eq "srun --numa-binding=node,omp: OMP_NUM_THREADS=1 (cores), OMP_PLACES={$core0}, close" \
     "OMP 1 {$core0} close" "$(omp_line --numa-binding=node,omp,mem=none)"
-  check "srun --numa-binding=node,omp,smt=1: OMP_PLACES={$first}" \
+  check_eq "srun --numa-binding=node,omp,smt=1: OMP_PLACES={$first}" \
     "OMP 1 {$first} close" "$(omp_line --numa-binding=node,omp,smt=1,mem=none)"
-  check "srun --numa-binding=node,omp keeps the user's OMP_NUM_THREADS=5" \
+  check_eq "srun --numa-binding=node,omp keeps the user's OMP_NUM_THREADS=5" \
     "OMP 5 {$core0} close" "$(OMP_NUM_THREADS=5 omp_line --numa-binding=node,omp,mem=none)"
-  check "srun --numa-binding=node (no omp): no OMP_* set" \
+  check_eq "srun --numa-binding=node (no omp): no OMP_* set" \
     "OMP unset unset unset" "$(omp_line --numa-binding=node,mem=none)"
   plug "topology=$SMT omp=yes verbose"
   out=$(OMP_PROC_BIND=spread omp_line --numa-binding=node,mem=none)
-  check "plugstack omp=yes: set, the user's OMP_PROC_BIND=spread kept" "OMP 1 {$core0} spread" "$out"
+  check_eq "plugstack omp=yes: set, the user's OMP_PROC_BIND=spread kept" "OMP 1 {$core0} spread" "$out"
   check_grep "verbose: the task line says which OMP_* were set and kept" \
     "OMP_NUM_THREADS=1 OMP_PLACES=\{$core0\} set; OMP_PROC_BIND kept" "$D/err"
   # A real OpenMP program (libgomp): its places are the task's cores (hwloc-calc), each thread on its place.
@@ -608,13 +581,13 @@ ok = places == want and len(threads) == len(want) and all(
 print("ok" if ok else "places %s threads %s, want %s" % (places, threads, want))
 PY
 )
-    check "srun --numa-binding=node,omp: a libgomp program has one place per core of $home, one thread on each" "0 ok" "$RC $got"
+    check_eq "srun --numa-binding=node,omp: a libgomp program has one place per core of $home, one thread on each" "0 ok" "$RC $got"
   else
-    echo "skip - srun with a libgomp program: gcc -fopenmp failed"
+    skip_case "srun with a libgomp program: gcc -fopenmp failed"
   fi
   srun "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=3 true >"$D/out.raw" 2>"$D/err"
   RC=$?
-  check "srun --numa-binding=node,smt=3: refused by srun" "1" "$([ "$RC" -ne 0 ] && grep -c "smt=3.*valid: smt=1, smt=all" "$D/err")"
+  check_eq "srun --numa-binding=node,smt=3: refused by srun" "1" "$([ "$RC" -ne 0 ] && grep -c "smt=3.*valid: smt=1, smt=all" "$D/err")"
   plug "topology=$ONE"
 fi
 
@@ -624,13 +597,13 @@ if case_on salloc; then
   timeout 60 salloc "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive \
     srun -n2 "$D/report.sh" >"$D/out.raw" 2>"$D/err"
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
-  check "salloc --numa-binding reaches the steps of the allocation" \
+  check_eq "salloc --numa-binding reaches the steps of the allocation" \
     "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
 fi
 
 # ------------------------------------------------------------------ cgroup cpuset (own cluster)
 if case_on cgroup; then
-  "$CL" stop "$D" >/dev/null 2>&1
+  cluster_stop "$D"
   D2=$D/cg
   if "$CL" start "$D2" --nodes 1 --cgroup --gpus 2 >"$D/cluster-cg.log" 2>&1; then
     echo "required $D/spank_numabind.so topology=$SWAP verbose" >"$D2/plugstack.conf"
@@ -641,21 +614,20 @@ if case_on cgroup; then
     }
     # one core allocated; GPU 0 lives on the other NUMA node (swap.xml) unless Slurm gave core 1
     tasks -n1 -c1 --gpus=1 --numa-binding=node,mem=none
-    cg=$(col "$D/out" cgcpus | cut -d: -f2)
+    cg=$(report_by_rank "$D/out" cgcpus | cut -d: -f2)
     home=$(node_cpus "$SWAP" 0)
-    check "task/cgroup: the binding stays inside the step's cpuset ($cg), never Slurm's affinity" \
+    check_eq "task/cgroup: the binding stays inside the step's cpuset ($cg), never Slurm's affinity" \
       "0:node:$cg" "$(mc "$D/out")"
     if [ "$cg" != "$home" ]; then
       check_grep "task/cgroup: GPU home without an allowed CPU -> nearest allowed CPUs, with a warning" \
         "no allowed CPU on NUMA node\(s\) $(numa_os "$SWAP" 0) of device\(s\) 0" "$D/err"
     fi
     tasks -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-    check "task/cgroup, 2 tasks with a GPU each: each on its GPU's node" \
+    check_eq "task/cgroup, 2 tasks with a GPU each: each on its GPU's node" \
       "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
   else
-    bad "cgroup cluster did not start: $(tail -n 3 "$D/cluster-cg.log")"
+    fail "cgroup cluster did not start: $(tail -n 3 "$D/cluster-cg.log")"
   fi
 fi
 
-echo "# $PASSES passed, $FAILS failed in $((SECONDS - T0)) s"
-[ "$FAILS" -eq 0 ]
+finish

@@ -64,12 +64,9 @@ mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 IMG=${IMG:-$WORK/image}
 
-for tool in qemu-system-x86_64 gcc python3 ldd apt-get dpkg-deb xz; do
-    if ! command -v "$tool" >/dev/null; then
-        echo "SKIP numabind_vm_test: host tool $tool missing"
-        exit 77
-    fi
-done
+# shellcheck source=tests/lib/checks.sh
+. "$HERE/../lib/checks.sh"
+need qemu-system-x86_64 gcc python3 ldd apt-get dpkg-deb xz
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }

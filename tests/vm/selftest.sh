@@ -41,9 +41,8 @@ mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 IMG=$WORK/image
 
-FAILS=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+# shellcheck source=tests/lib/checks.sh
+. "$HERE/../lib/checks.sh"
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -179,8 +178,7 @@ for shape in "${SHAPES[@]}"; do
     if diff -u "$HERE/expect/$shape.facts" "$PD/facts.txt" > "$PD/facts.diff"; then
         pass "$shape: guest topology facts match expect/$shape.facts ($(wc -l < "$PD/facts.txt") lines)"
     else
-        fail "$shape: guest topology facts differ from expect/$shape.facts:"
-        cat "$PD/facts.diff"
+        fail "$shape: guest topology facts differ from expect/$shape.facts:" "$(cat "$PD/facts.diff")"
     fi
     nnodes=$(grep -c '^node[0-9]*\.cpus=' "$PD/facts.txt")
     want_nodes=$(grep -c '^node[0-9]*\.cpus=' "$HERE/expect/$shape.facts")
@@ -239,22 +237,17 @@ for shape in "${SHAPES[@]}"; do
             pages_only "$PD/probe-membind4.txt" 4
         fi
     else
-        echo "SKIP $shape: numactl not on the host, memory-policy checks skipped"
+        skip_case "$shape: numactl not on the host, memory-policy checks skipped"
     fi
     if [ "$HAVE_NUMABIND" = 1 ]; then
         echo "INFO $shape: numabind topo --json: $(wc -c < "$PD/numabind-topo.json") bytes in $PD/numabind-topo.json" \
              "(stderr: $(head -c 200 "$PD/numabind-topo.err"))"
     fi
-    if [ "$KEEP" = 0 ] && [ "$FAILS" = 0 ]; then
+    if [ "$KEEP" = 0 ] && [ "$failures" = 0 ]; then
         rm -rf "$PD"
     else
         echo "INFO $shape: payload kept in $PD"
     fi
 done
 
-if [ "$FAILS" = 0 ]; then
-    echo "selftest: all checks passed"
-    exit 0
-fi
-echo "selftest: $FAILS check(s) failed"
-exit 1
+finish selftest

@@ -54,12 +54,11 @@ ENGINE=$(dirname "$SO")/numabind_stepd.so
 [ -f "$SO" ] || { echo "FAIL plugin $SO not found"; exit 1; }
 [ -f "$ENGINE" ] || { echo "FAIL step engine $ENGINE not found beside the plugin"; exit 1; }
 
-skip() { echo "SKIP slurm_vm_test: $*"; exit 77; }
+# shellcheck source=tests/lib/checks.sh
+. "$HERE/../lib/checks.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (the guest runs the host's Slurm as root)"
-for tool in qemu-system-x86_64 gcc cc python3 apt-get dpkg-deb xz slurmd slurmctld munged srun \
-            hwloc-calc lstopo-no-graphics setpriv ip; do
-    command -v "$tool" > /dev/null || skip "host tool $tool missing"
-done
+need qemu-system-x86_64 gcc cc python3 apt-get dpkg-deb xz slurmd slurmctld munged srun \
+     hwloc-calc lstopo-no-graphics setpriv ip
 [ -f /usr/include/slurm/spank.h ] || skip "slurm/spank.h missing (libslurm-dev)"
 
 now() { date +%s.%N; }
