@@ -231,7 +231,7 @@ TEST_F(CacheTest, HwlocOverrideVariableBypassesTheCache) {
     EXPECT_FALSE(t->model().cores.empty());
 }
 
-// ---- issue 15: a FIFO at the cache path, HWLOC_* variables, stale temporaries, reports ----
+// A FIFO at the cache path, HWLOC_* variables, stale temporaries, reports.
 
 // Runs `body` in a child with a 20 s alarm: a hang shows up as a failure, not a stuck test.
 // The child's exit code is body's; a signal (SIGALRM when it hung) is 128 + signal.

@@ -441,7 +441,7 @@ TEST(DeviceMatch, BareVendorCoversCoProcessorsAndProcessingAccelerators) {
 
 }  // namespace
 
-// ---- issue 20: no task gets fewer CPUs than Slurm gave it; one thread per core ----
+// No task gets fewer CPUs than Slurm gave it; one thread per core.
 
 namespace {
 
