@@ -21,7 +21,7 @@
 #include "core/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/topology.hpp"
-#include "numabind/report.hpp"
+#include "core/text.hpp"
 #include "hwloc/topology_cache.hpp"
 #include "core/visible.hpp"
 #include "shared/step_scope.hpp"
@@ -33,12 +33,6 @@ namespace numabind::spank {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string join_list(const std::vector<int>& v) {
-    std::string s;
-    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-    return s.empty() ? "-" : s;
-}
 
 std::string node_label(const State& st) { return "node " + st.node_name; }
 
@@ -167,7 +161,7 @@ TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Publi
             return stand_in;
         }
     }
-    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_list(own.devices) +
+    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_ints(own.devices, ",", "-") +
                     (exclusive ? " on CPUs no other task uses" : ""));
     own.device = nullptr;  // points into own_plan; set again by the caller
     return own;
@@ -353,7 +347,7 @@ int task_init(spank_t sp, State& st) {
         if (!any_gpu && p.devices.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
         const std::vector<int> late = ranks_in(all, Published::State::Late);
         if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
-            task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) +
+            task_stderr("warning: " + node_label(st) + ": local task(s) " + join_ints(late, ",", "-") +
                         " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
                         " s; the others were planned on their own GPUs");
     }
@@ -422,18 +416,19 @@ int task_init(spank_t sp, State& st) {
 
     if (st.decision.verbose) {
         // One short line per task: GPU(s), their NUMA node(s), CPUs, memory.
-        std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
-        if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
+        std::string line = who + ": " + to_string(st.decision.mode) + ", GPU " + join_ints(task.devices, ",", "-");
+        if (task.device) line += " (" + task.device->pci + ", NUMA " + join_ints(task.device->home_nodes) + ")";
         line += ", CPUs " + task.cpus.to_string() + ", memory ";
         line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
-                                                                 : to_string(task.mem) + " " + join(task.mems);
+                                                                 : to_string(task.mem) + " " + join_ints(task.mems);
         if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
         if (!omp_line.empty()) line += "; " + omp_line;
         if (st.decision.detail) {
             const auto t_end = Clock::now();
-            line += "; GPUs from " + mine.source + " (held " + join_list(mine.devices) + "); took " + us_since(t0, t_end) +
-                    " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " + us_since(t_own, t_shared) + ", plan " +
-                    us_since(t_shared, t_planned) + ", bind " + us_since(t_planned, t_end) + "; step setup " +
+            line += "; GPUs from " + mine.source + " (held " + join_ints(mine.devices, ",", "-") + "); took " +
+                    us_since(t0, t_end) + " us (gpus and cpuset " + us_since(t0, t_own) + ", wait " +
+                    us_since(t_own, t_shared) + ", plan " + us_since(t_shared, t_planned) + ", bind " +
+                    us_since(t_planned, t_end) + "; step setup " +
                     std::to_string(static_cast<long>(st.prepare_us)) + " us)";
         }
         task_stderr(line);

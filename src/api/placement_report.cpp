@@ -9,6 +9,7 @@
 
 #include "core/local_rank.hpp"
 #include "numabind/report.hpp"
+#include "core/text.hpp"
 #include "core/visible.hpp"
 #include "sys/nvml.hpp"
 
@@ -33,7 +34,7 @@ std::optional<PlannedBinding> plan_not_seen(const std::vector<int>& owned, const
     p.mem_policy = env_or_empty("NUMABIND_MEM_POLICY");
     p.devices = owned;
     p.device_pci = pci;
-    p.note = "device(s) " + join(owned) + (pci.empty() ? "" : " (first " + pci + ")") + " of the binding in " + source +
+    p.note = "device(s) " + join_ints(owned) + (pci.empty() ? "" : " (first " + pci + ")") + " of the binding in " + source +
              " are not among the " + std::to_string(accs.size()) +
              " accelerator(s) this topology shows (planned from another topology XML? pass it as topology=/--topology); "
              "showing the plan";
@@ -89,12 +90,12 @@ PlacementReport current_placement_report(const std::string& topology, const std:
     std::sort(r.device_nodes.begin(), r.device_nodes.end());
     r.device_nodes.erase(std::unique(r.device_nodes.begin(), r.device_nodes.end()), r.device_nodes.end());
     auto off_home = [&](int n) { return std::find(r.device_nodes.begin(), r.device_nodes.end(), n) == r.device_nodes.end(); };
-    const std::string devices_text = join(owned);
+    const std::string devices_text = join_ints(owned);
     if (!owned.empty()) {
         for (int n : r.cpu_numa_nodes) {
             if (off_home(n)) {
                 r.warnings.push_back("CPUs " + p.cpus.to_string() + " include NUMA node " + std::to_string(n) +
-                                     " but device(s) " + devices_text + " are on node(s) " + join(r.device_nodes));
+                                     " but device(s) " + devices_text + " are on node(s) " + join_ints(r.device_nodes));
                 break;
             }
         }
@@ -102,7 +103,7 @@ PlacementReport current_placement_report(const std::string& topology, const std:
             for (int n : p.mem_nodes.ids()) {
                 if (off_home(n)) {
                     r.warnings.push_back("memory policy " + p.mem_policy + " uses node " + std::to_string(n) +
-                                         " but device(s) " + devices_text + " are on node(s) " + join(r.device_nodes));
+                                         " but device(s) " + devices_text + " are on node(s) " + join_ints(r.device_nodes));
                     break;
                 }
             }
@@ -141,17 +142,17 @@ nlohmann::ordered_json placement_to_json(const PlacementReport& r) {
 std::string placement_to_text(const PlacementReport& r) {
     const Placement& p = r.placement;
     std::ostringstream out;
-    out << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << join(r.cpu_numa_nodes) << ")\n";
+    out << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << join_ints(r.cpu_numa_nodes) << ")\n";
     out << "memory:     " << p.mem_policy
         << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
     if (r.plan) {
         out << "plan:       mode " << r.plan->mode << ", cpus " << r.plan->cpus << ", mems "
             << (r.plan->mems.empty() ? "-" : r.plan->mems) << " (" << r.plan->mem_policy << "), device(s) "
-            << join(r.plan->devices) << (r.plan->device_pci.empty() ? "" : " (" + r.plan->device_pci + ")") << "\n";
+            << join_ints(r.plan->devices) << (r.plan->device_pci.empty() ? "" : " (" + r.plan->device_pci + ")") << "\n";
         out << "note:       " << r.plan->note << "\n";
     } else if (r.device)
-        out << (r.devices.size() > 1 ? "devices:    " + join(r.devices) + ", first " : std::string("device:     "))
-            << r.device->index << " (" << r.device->pci << ") on NUMA node(s) " << join(r.device_nodes) << " ["
+        out << (r.devices.size() > 1 ? "devices:    " + join_ints(r.devices) + ", first " : std::string("device:     "))
+            << r.device->index << " (" << r.device->pci << ") on NUMA node(s) " << join_ints(r.device_nodes) << " ["
             << r.device_source << "]\n";
     else
         out << "device:     none\n";

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/text.hpp"
 #include "numabind/plan.hpp"
 
 namespace numabind {
@@ -16,14 +17,10 @@ template <typename Setter>
 void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
     set("NUMABIND_MODE", to_string(mode));
     set("NUMABIND_CPUS", task.cpus.to_string());
-    std::string mems;
-    for (int n : task.mems) mems += (mems.empty() ? "" : ",") + std::to_string(n);
-    set("NUMABIND_MEMS", mems);
+    set("NUMABIND_MEMS", join_ints(task.mems));
     set("NUMABIND_MEM_POLICY", to_string(task.mem));
     set("NUMABIND_DEVICE", task.device ? std::to_string(task.device->index) : std::string());
-    std::string devices;
-    for (int d : task.devices) devices += (devices.empty() ? "" : ",") + std::to_string(d);
-    set("NUMABIND_DEVICES", devices);
+    set("NUMABIND_DEVICES", join_ints(task.devices));
     set("NUMABIND_DEVICE_PCI", task.device ? task.device->pci : std::string());
 }
 

@@ -19,20 +19,6 @@ namespace numabind {
 
 namespace {
 
-std::string status_field(const std::string& status, const std::string& name) {
-    size_t pos = 0;
-    while (pos < status.size()) {
-        size_t nl = status.find('\n', pos);
-        std::string line = status.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-        pos = nl == std::string::npos ? status.size() : nl + 1;
-        if (line.compare(0, name.size() + 1, name + ":") == 0) {
-            size_t v = line.find_first_not_of(" \t", name.size() + 1);
-            return v == std::string::npos ? std::string() : line.substr(v);
-        }
-    }
-    return {};
-}
-
 std::string user_name(uid_t uid) {
     struct passwd pw, *res = nullptr;
     char buf[1024];
