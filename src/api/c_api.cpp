@@ -125,7 +125,7 @@ std::vector<int> int_list(const std::string& text, const char* what) {
 
 extern "C" {
 
-const char* numabind_version(void) { return "0.1.0"; }
+const char* numabind_version(void) { return NUMABIND_VERSION; }  // project() in CMakeLists.txt
 int numabind_api_version(void) { return NUMABIND_API_VERSION; }
 
 numabind_options* numabind_options_new(void) { return new (std::nothrow) numabind_options; }

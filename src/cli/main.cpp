@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app{"numabind: bind GPU tasks to the CPUs and memory local to their accelerator", "numabind"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "numabind 0.1.0");
+    app.set_version_flag("--version", "numabind " NUMABIND_VERSION);  // project() in CMakeLists.txt
 
     auto add_topology = [&](CLI::App* c) {
         c->add_option("--topology", o.topology, "hwloc XML topology instead of discovering this machine");
