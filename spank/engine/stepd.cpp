@@ -386,8 +386,8 @@ int task_init(spank_t sp, State& st) {
                                applied.error + "; the previous placement could not be restored (CPUs now " +
                                    applied.cpus.to_string() + ", memory " + applied.mem_policy + ")",
                                true);
-        spank_setenv(sp, "NUMABIND_CPUS", applied.cpus.to_string().c_str(), 1);
-        spank_setenv(sp, "NUMABIND_MEMS", applied.mem_nodes.to_string().c_str(), 1);
+        spank_setenv(sp, kEnvCpus, applied.cpus.to_string().c_str(), 1);
+        spank_setenv(sp, kEnvMems, applied.mem_nodes.to_string().c_str(), 1);
         return rc;
     }
     if (!applied.ok) return give_up(sp, st, who, applied.error, true);

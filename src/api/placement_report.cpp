@@ -7,6 +7,7 @@
 #include <climits>
 #include <sstream>
 
+#include "core/binding_env.hpp"
 #include "core/local_rank.hpp"
 #include "numabind/report.hpp"
 #include "core/text.hpp"
@@ -24,14 +25,14 @@ std::string env_or_empty(const char* name) { return getenv_lookup(name).value_or
 // XML of another machine, or fake devices) that live discovery cannot check.
 std::optional<PlannedBinding> plan_not_seen(const std::vector<int>& owned, const std::vector<Accelerator>& accs,
                                             const std::string& source) {
-    const std::string pci = env_or_empty("NUMABIND_DEVICE_PCI");
+    const std::string pci = env_or_empty(kEnvDevicePci);
     const bool past_end = std::any_of(owned.begin(), owned.end(), [&](int d) { return d >= static_cast<int>(accs.size()); });
     if (owned.empty() || (!past_end && (pci.empty() || accs[owned.front()].pci == pci))) return std::nullopt;
     PlannedBinding p;
-    p.mode = env_or_empty("NUMABIND_MODE");
-    p.cpus = env_or_empty("NUMABIND_CPUS");
-    p.mems = env_or_empty("NUMABIND_MEMS");
-    p.mem_policy = env_or_empty("NUMABIND_MEM_POLICY");
+    p.mode = env_or_empty(kEnvMode);
+    p.cpus = env_or_empty(kEnvCpus);
+    p.mems = env_or_empty(kEnvMems);
+    p.mem_policy = env_or_empty(kEnvMemPolicy);
     p.devices = owned;
     p.device_pci = pci;
     p.note = "device(s) " + join_ints(owned) + (pci.empty() ? "" : " (first " + pci + ")") + " of the binding in " + source +
@@ -57,7 +58,7 @@ PlacementReport current_placement_report(const std::string& topology, const std:
     // The process's devices: NUMABIND_DEVICES if numabind bound it, else what the
     // ownership rule (assign_devices) gives its local rank among the visible devices.
     std::vector<int>& owned = r.devices;
-    for (const char* name : {"NUMABIND_DEVICES", "NUMABIND_DEVICE"}) {
+    for (const char* name : {kEnvDevices, kEnvDevice}) {
         auto d = getenv_lookup(name);
         if (!d || d->empty()) continue;
         owned = parse_device_list(*d, INT_MAX, name);  // syntax errors are usage errors

@@ -5,6 +5,7 @@
 
 #include "numabind/error.hpp"
 #include "sys/process_inspect.hpp"
+#include "core/binding_env.hpp"
 #include "core/local_rank.hpp"
 #include "core/text.hpp"
 #include "numabind/report.hpp"
@@ -30,7 +31,7 @@ std::vector<int> parse_devices(const std::string& text) {
     for (std::string_view item : split(text, ',')) {
         if (item.empty()) continue;
         try {
-            out.push_back(parse_nonnegative(std::string(item), "NUMABIND_DEVICES"));
+            out.push_back(parse_nonnegative(std::string(item), kEnvDevices));
         } catch (const std::exception&) {
             return {};
         }
@@ -63,10 +64,10 @@ ProcessReport inspect_report(int pid, const std::string& topology, const std::st
         device_ids.clear();
         if (r.plan.present) {
             r.plan_source = "environment";
-            auto it = p.environ.find("NUMABIND_DEVICES");
+            auto it = p.environ.find(kEnvDevices);
             if (it != p.environ.end()) device_ids = parse_devices(it->second);
             if (device_ids.empty()) {
-                auto d = p.environ.find("NUMABIND_DEVICE");
+                auto d = p.environ.find(kEnvDevice);
                 if (d != p.environ.end()) device_ids = parse_devices(d->second);
             }
         }

@@ -173,8 +173,8 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             return kExitFailure;
         }
         std::cerr << "numabind: warning: " << failure << "; running unbound (--fallback warn)\n";
-        setenv("NUMABIND_MODE", "none", 1);
-        unsetenv("NUMABIND_NICS");
+        setenv(nb::kEnvMode, "none", 1);
+        unsetenv(nb::kEnvNics);
     }
     exec_program(program);
 }

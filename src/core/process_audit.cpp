@@ -4,6 +4,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "core/binding_env.hpp"
 #include "core/text.hpp"
 
 namespace numabind {
@@ -163,7 +164,7 @@ EnvPlan plan_from_environ(const std::map<std::string, std::string>& env) {
         auto it = env.find(k);
         return it == env.end() ? std::string() : it->second;
     };
-    return make_plan(get("NUMABIND_MODE"), get("NUMABIND_CPUS"), get("NUMABIND_MEMS"), get("NUMABIND_MEM_POLICY"));
+    return make_plan(get(kEnvMode), get(kEnvCpus), get(kEnvMems), get(kEnvMemPolicy));
 }
 
 std::optional<EnvPlan> plan_from_maps(std::string_view maps_text, std::vector<int>* devices_out) {

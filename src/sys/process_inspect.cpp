@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/visible.hpp"
 #include "numabind/error.hpp"
 
 namespace numabind {
@@ -27,10 +28,11 @@ std::string user_name(uid_t uid) {
 }
 
 bool wanted_variable(const std::string& name) {
-    static const char* const exact[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                                        "ZE_AFFINITY_MASK", "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+    static const char* const exact[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
                                         "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY"};
     if (name.compare(0, 9, "NUMABIND_") == 0) return true;
+    for (const char* e : kRuntimeVariables)
+        if (name == e) return true;
     for (const char* e : exact)
         if (name == e) return true;
     return false;
