@@ -18,6 +18,7 @@ std::string accelerators_to_table(const Topology& topo, const std::vector<Accele
 // L3 groups (indexes into Topology::l3_groups) that intersect the given PUs.
 std::vector<int> l3_groups_of(const Topology& topo, const IdSet& pus);
 
+// "0,2,3" (the library's own code calls join_ints, which this is).
 std::string join(const std::vector<int>& values, const char* sep = ",");
 
 }  // namespace numabind

@@ -39,6 +39,11 @@ MODES = ("none", "node", "socket", "exclusive", "core-complex")
 MEM_POLICIES = ("prefer", "bind", "interleave", "none")
 _OK, _ERROR, _USAGE, _NOMEM = 0, 1, 2, 3
 _PLAN_MARKER = "numabind-plan:"  # the memfd name a bound process maps (process_binding.cpp)
+# The variables the library exports into a bound process: kExportedVariables of
+# src/core/binding_env.hpp, in its order (tests/python/names_test.py checks they agree).
+_ENV_VARIABLES = ("NUMABIND_MODE", "NUMABIND_CPUS", "NUMABIND_MEMS", "NUMABIND_MEM_POLICY", "NUMABIND_DEVICE",
+                  "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI", "NUMABIND_NICS", "NUMABIND_UCX_NET_DEVICES")
+_ENV_MODE, _ENV_CPUS = _ENV_VARIABLES[:2]
 
 logger = logging.getLogger("numabind")
 _lib, library_path = _library.load()
@@ -276,7 +281,7 @@ def cpu_count() -> int:
     """The CPUs this process is bound to (NUMABIND_CPUS when numabind bound it, else the
     calling thread's affinity): what to size DataLoader workers and thread pools with,
     where os.cpu_count() counts the whole machine."""
-    cpus, mode = os.environ.get("NUMABIND_CPUS"), os.environ.get("NUMABIND_MODE")
+    cpus, mode = os.environ.get(_ENV_CPUS), os.environ.get(_ENV_MODE)
     if cpus and mode and mode != "none":
         try:
             return len(_cpulist(cpus))
@@ -323,7 +328,7 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     fallback = _choice("fallback", fallback, ("fail", "warn"))
     _bool("thread_pools", thread_pools)
     values["fallback"] = "warn"  # the library reports every failure; which ones raise is decided here
-    mode_before = os.environ.get("NUMABIND_MODE")
+    mode_before = os.environ.get(_ENV_MODE)
     with _COptions(values) as opts:
         res = ctypes.c_void_p()
         st = _lib.numabind_bind(opts.ptr, ctypes.byref(res), opts.err, len(opts.err))
@@ -340,7 +345,7 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
             logger.info("numabind: bind(mode=%r, local_rank=%r, ntasks=%r) found no accelerator: %s",
                         values["mode"], local_rank, ntasks, out["error"])
         elif fallback == "fail":
-            _restore_env("NUMABIND_MODE", mode_before)
+            _restore_env(_ENV_MODE, mode_before)
             raise Error(out["error"])
         else:
             _warn(out["error"] + "; running unbound (fallback='warn')")

@@ -10,7 +10,7 @@ namespace numabind::spank {
 namespace {
 
 bool any_runtime_variable(const EnvLookup& env) {
-    for (const char* v : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"})
+    for (const char* v : kRuntimeVariables)
         if (env(v)) return true;
     return false;
 }

@@ -21,7 +21,7 @@
 #include "core/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/topology.hpp"
-#include "numabind/report.hpp"
+#include "core/text.hpp"
 #include "hwloc/topology_cache.hpp"
 #include "core/visible.hpp"
 #include "shared/step_scope.hpp"
@@ -33,12 +33,6 @@ namespace numabind::spank {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string join_list(const std::vector<int>& v) {
-    std::string s;
-    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-    return s.empty() ? "-" : s;
-}
 
 std::string node_label(const State& st) { return "node " + st.node_name; }
 
@@ -167,7 +161,7 @@ TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Publi
             return stand_in;
         }
     }
-    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_list(own.devices) +
+    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_ints(own.devices, ",", "-") +
                     (exclusive ? " on CPUs no other task uses" : ""));
     own.device = nullptr;  // points into own_plan; set again by the caller
     return own;
@@ -419,7 +413,7 @@ void warn_late_tasks(State& st, const Exchange& ex) {
     if (!ex.done) return;
     const std::vector<int> late = ranks_in(ex.all, Published::State::Late);
     if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
-        task_stderr("warning: " + node_label(st) + ": local task(s) " + join_list(late) +
+        task_stderr("warning: " + node_label(st) + ": local task(s) " + join_ints(late, ",", "-") +
                     " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
                     " s; the others were planned on their own GPUs");
 }
@@ -468,8 +462,8 @@ Stop check_bound(spank_t sp, State& st, const std::string& who, const ApplyResul
                            applied.error + "; the previous placement could not be restored (CPUs now " +
                                applied.cpus.to_string() + ", memory " + applied.mem_policy + ")",
                            true);
-    spank_setenv(sp, "NUMABIND_CPUS", applied.cpus.to_string().c_str(), 1);
-    spank_setenv(sp, "NUMABIND_MEMS", applied.mem_nodes.to_string().c_str(), 1);
+    spank_setenv(sp, kEnvCpus, applied.cpus.to_string().c_str(), 1);
+    spank_setenv(sp, kEnvMems, applied.mem_nodes.to_string().c_str(), 1);
     return rc;
 }
 
@@ -510,16 +504,16 @@ std::string export_omp(spank_t sp, const State& st, const TaskPlan& task) {
 std::string verbose_line(const State& st, const TaskFacts& f, const Exchange& ex, const Planned& planned,
                          const std::string& omp_line) {
     const TaskPlan& task = planned.task;
-    std::string line = f.who + ": " + to_string(st.decision.mode) + ", GPU " + join_list(task.devices);
-    if (task.device) line += " (" + task.device->pci + ", NUMA " + join(task.device->home_nodes) + ")";
+    std::string line = f.who + ": " + to_string(st.decision.mode) + ", GPU " + join_ints(task.devices, ",", "-");
+    if (task.device) line += " (" + task.device->pci + ", NUMA " + join_ints(task.device->home_nodes) + ")";
     line += ", CPUs " + task.cpus.to_string() + ", memory ";
     line += task.mems.empty() || task.mem == MemPolicy::None ? std::string("not bound")
-                                                             : to_string(task.mem) + " " + join(task.mems);
+                                                             : to_string(task.mem) + " " + join_ints(task.mems);
     if (!task.nics.empty()) line += ", NICs " + nic_names(task.nics);
     if (!omp_line.empty()) line += "; " + omp_line;
     if (st.decision.detail) {
         const auto end = Clock::now();
-        line += "; GPUs from " + f.gpus.source + " (held " + join_list(f.gpus.devices) + "); took " +
+        line += "; GPUs from " + f.gpus.source + " (held " + join_ints(f.gpus.devices, ",", "-") + "); took " +
                 us_between(f.start, end) + " us (gpus and cpuset " + us_between(f.start, f.read) + ", wait " +
                 us_between(f.read, ex.at) + ", plan " + us_between(ex.at, planned.at) + ", bind " +
                 us_between(planned.at, end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +

@@ -6,13 +6,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/binding_env.hpp"
+#include "core/visible.hpp"
+
 namespace numabind::spank {
 
 namespace {
-
-constexpr const char* kVariables[] = {"NUMABIND_MODE",   "NUMABIND_CPUS",    "NUMABIND_MEMS",      "NUMABIND_MEM_POLICY",
-                                      "NUMABIND_DEVICE", "NUMABIND_DEVICES", "NUMABIND_DEVICE_PCI", "NUMABIND_NICS",
-                                      "NUMABIND_UCX_NET_DEVICES"};
 
 bool set_and_nonempty(const std::optional<std::string>& v) { return v && !v->empty(); }
 
@@ -68,7 +67,7 @@ StepFacts read_step_facts(spank_t sp) {
     f.user_cpu_bind = !from_hint && typed_not_inherited(cpu_bind, job_getenv(sp, kInheritedCpuBind));
     f.user_mem_bind = typed_not_inherited(job_getenv(sp, "SLURM_MEM_BIND"), job_getenv(sp, kInheritedMemBind));
     f.has_gpus = set_and_nonempty(job_getenv(sp, job_level(f.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS"));
-    for (const char* v : {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"})
+    for (const char* v : kRuntimeVariables)
         f.has_gpus = f.has_gpus || job_getenv(sp, v).has_value();
     return f;
 }
@@ -79,9 +78,9 @@ void clear_markers(spank_t sp) {
 }
 
 void clear_variables(spank_t sp, bool mode_none) {
-    for (const char* v : kVariables) spank_unsetenv(sp, v);
+    for (const char* v : kExportedVariables) spank_unsetenv(sp, v);
     clear_markers(sp);
-    if (mode_none) spank_setenv(sp, "NUMABIND_MODE", "none", 1);
+    if (mode_none) spank_setenv(sp, kEnvMode, "none", 1);
 }
 
 std::string short_hostname() {

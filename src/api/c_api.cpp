@@ -125,7 +125,7 @@ std::vector<int> int_list(const std::string& text, const char* what) {
 
 extern "C" {
 
-const char* numabind_version(void) { return "0.1.0"; }
+const char* numabind_version(void) { return NUMABIND_VERSION; }  // project() in CMakeLists.txt
 int numabind_api_version(void) { return NUMABIND_API_VERSION; }
 
 numabind_options* numabind_options_new(void) { return new (std::nothrow) numabind_options; }
@@ -238,10 +238,10 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
             throw;
         } catch (const std::exception& e) {
             if (opts.fallback != "warn") throw;
-            setenv("NUMABIND_MODE", "none", 1);
+            setenv(nb::kEnvMode, "none", 1);
             const bool no_accelerator = dynamic_cast<const nb::NoAcceleratorError*>(&e) != nullptr;
             j = {{"bound", false}, {"error", e.what()}, {"error_kind", no_accelerator ? "no_accelerator" : "error"},
-                 {"mode", "none"}, {"warnings", warnings}, {"env", {{"NUMABIND_MODE", "none"}}}};
+                 {"mode", "none"}, {"warnings", warnings}, {"env", {{nb::kEnvMode, "none"}}}};
             if (result) *result = make_result(j, -1, 0);
             return NUMABIND_OK;
         }
@@ -252,8 +252,8 @@ int numabind_reapply(numabind_result** result, char* error, size_t error_size) {
     if (result) *result = nullptr;
     return guarded(error, error_size, [&] {
         std::lock_guard<std::mutex> lock(g_bind_mutex);
-        const char* mode = std::getenv("NUMABIND_MODE");
-        const char* cpus = std::getenv("NUMABIND_CPUS");
+        const char* mode = std::getenv(nb::kEnvMode);
+        const char* cpus = std::getenv(nb::kEnvCpus);
         nlohmann::ordered_json j;
         if (!mode || !*mode || std::string(mode) == "none" || !cpus || !*cpus) {
             j = {{"checked", false}, {"reason", "no numabind binding in the environment (NUMABIND_MODE unset or none)"},
@@ -263,12 +263,12 @@ int numabind_reapply(numabind_result** result, char* error, size_t error_size) {
         }
         nb::TaskPlan task;
         task.cpus = nb::IdSet::parse(cpus);
-        const char* mems = std::getenv("NUMABIND_MEMS");
-        task.mems = int_list(mems ? mems : "", "NUMABIND_MEMS");
-        const char* mem = std::getenv("NUMABIND_MEM_POLICY");
+        const char* mems = std::getenv(nb::kEnvMems);
+        task.mems = int_list(mems ? mems : "", nb::kEnvMems);
+        const char* mem = std::getenv(nb::kEnvMemPolicy);
         task.mem = nb::parse_mem_policy(mem && *mem ? mem : "none");
-        const char* devices = std::getenv("NUMABIND_DEVICES");
-        task.devices = int_list(devices ? devices : "", "NUMABIND_DEVICES");
+        const char* devices = std::getenv(nb::kEnvDevices);
+        task.devices = int_list(devices ? devices : "", nb::kEnvDevices);
 
         nb::EnvPlan plan;
         plan.present = true;
@@ -313,16 +313,16 @@ int numabind_cuda_index(const char* topology, const char* device_match, int* ind
     if (index) *index = -1;
     return guarded(error, error_size, [&] {
         if (!index) throw nb::UsageError("numabind_cuda_index: NULL index pointer");
-        const char* device = std::getenv("NUMABIND_DEVICE");
+        const char* device = std::getenv(nb::kEnvDevice);
         if (!device || !*device)
             throw nb::Error("this process is not bound to a device (NUMABIND_DEVICE is unset or empty)");
         auto topo = nb::load_topology(topology ? topology : "", true, [](const std::string&) {});
         const auto accs = nb::find_accelerators(topo->model(), nb::make_matcher(device_match ? device_match : ""));
-        const int physical = nb::parse_device_list(device, static_cast<int>(accs.size()), "NUMABIND_DEVICE").front();
+        const int physical = nb::parse_device_list(device, static_cast<int>(accs.size()), nb::kEnvDevice).front();
         // CUDA numbers the NVIDIA devices (all accelerators where none is NVIDIA), narrowed
         // and reordered by CUDA_VISIBLE_DEVICES; the other runtimes' variables do not count.
         auto cuda_only = [](const std::string& name) {
-            return name == "CUDA_VISIBLE_DEVICES" ? nb::getenv_lookup(name) : std::nullopt;
+            return name == nb::kCudaVisibleDevices ? nb::getenv_lookup(name) : std::nullopt;
         };
         const nb::VisibleDevices vis = nb::visible_from_env(accs, cuda_only, nb::nvml_uuid_resolver());
         if (!vis.warnings.empty()) throw nb::Error(vis.warnings.front());
@@ -335,7 +335,7 @@ int numabind_cuda_index(const char* topology, const char* device_match, int* ind
         }
         auto it = std::find(order.begin(), order.end(), physical);
         if (it == order.end()) {
-            const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+            const char* cvd = std::getenv(nb::kCudaVisibleDevices);
             throw nb::Error("device " + std::to_string(physical) + " is not visible to CUDA (CUDA_VISIBLE_DEVICES='" +
                             (cvd ? cvd : "") + "')");
         }

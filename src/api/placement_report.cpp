@@ -7,8 +7,10 @@
 #include <climits>
 #include <sstream>
 
+#include "core/binding_env.hpp"
 #include "core/local_rank.hpp"
 #include "numabind/report.hpp"
+#include "core/text.hpp"
 #include "core/visible.hpp"
 #include "sys/nvml.hpp"
 
@@ -23,17 +25,17 @@ std::string env_or_empty(const char* name) { return getenv_lookup(name).value_or
 // XML of another machine, or fake devices) that live discovery cannot check.
 std::optional<PlannedBinding> plan_not_seen(const std::vector<int>& owned, const std::vector<Accelerator>& accs,
                                             const std::string& source) {
-    const std::string pci = env_or_empty("NUMABIND_DEVICE_PCI");
+    const std::string pci = env_or_empty(kEnvDevicePci);
     const bool past_end = std::any_of(owned.begin(), owned.end(), [&](int d) { return d >= static_cast<int>(accs.size()); });
     if (owned.empty() || (!past_end && (pci.empty() || accs[owned.front()].pci == pci))) return std::nullopt;
     PlannedBinding p;
-    p.mode = env_or_empty("NUMABIND_MODE");
-    p.cpus = env_or_empty("NUMABIND_CPUS");
-    p.mems = env_or_empty("NUMABIND_MEMS");
-    p.mem_policy = env_or_empty("NUMABIND_MEM_POLICY");
+    p.mode = env_or_empty(kEnvMode);
+    p.cpus = env_or_empty(kEnvCpus);
+    p.mems = env_or_empty(kEnvMems);
+    p.mem_policy = env_or_empty(kEnvMemPolicy);
     p.devices = owned;
     p.device_pci = pci;
-    p.note = "device(s) " + join(owned) + (pci.empty() ? "" : " (first " + pci + ")") + " of the binding in " + source +
+    p.note = "device(s) " + join_ints(owned) + (pci.empty() ? "" : " (first " + pci + ")") + " of the binding in " + source +
              " are not among the " + std::to_string(accs.size()) +
              " accelerator(s) this topology shows (planned from another topology XML? pass it as topology=/--topology); "
              "showing the plan";
@@ -56,7 +58,7 @@ PlacementReport current_placement_report(const std::string& topology, const std:
     // The process's devices: NUMABIND_DEVICES if numabind bound it, else what the
     // ownership rule (assign_devices) gives its local rank among the visible devices.
     std::vector<int>& owned = r.devices;
-    for (const char* name : {"NUMABIND_DEVICES", "NUMABIND_DEVICE"}) {
+    for (const char* name : {kEnvDevices, kEnvDevice}) {
         auto d = getenv_lookup(name);
         if (!d || d->empty()) continue;
         owned = parse_device_list(*d, INT_MAX, name);  // syntax errors are usage errors
@@ -89,12 +91,12 @@ PlacementReport current_placement_report(const std::string& topology, const std:
     std::sort(r.device_nodes.begin(), r.device_nodes.end());
     r.device_nodes.erase(std::unique(r.device_nodes.begin(), r.device_nodes.end()), r.device_nodes.end());
     auto off_home = [&](int n) { return std::find(r.device_nodes.begin(), r.device_nodes.end(), n) == r.device_nodes.end(); };
-    const std::string devices_text = join(owned);
+    const std::string devices_text = join_ints(owned);
     if (!owned.empty()) {
         for (int n : r.cpu_numa_nodes) {
             if (off_home(n)) {
                 r.warnings.push_back("CPUs " + p.cpus.to_string() + " include NUMA node " + std::to_string(n) +
-                                     " but device(s) " + devices_text + " are on node(s) " + join(r.device_nodes));
+                                     " but device(s) " + devices_text + " are on node(s) " + join_ints(r.device_nodes));
                 break;
             }
         }
@@ -102,7 +104,7 @@ PlacementReport current_placement_report(const std::string& topology, const std:
             for (int n : p.mem_nodes.ids()) {
                 if (off_home(n)) {
                     r.warnings.push_back("memory policy " + p.mem_policy + " uses node " + std::to_string(n) +
-                                         " but device(s) " + devices_text + " are on node(s) " + join(r.device_nodes));
+                                         " but device(s) " + devices_text + " are on node(s) " + join_ints(r.device_nodes));
                     break;
                 }
             }
@@ -141,17 +143,17 @@ nlohmann::ordered_json placement_to_json(const PlacementReport& r) {
 std::string placement_to_text(const PlacementReport& r) {
     const Placement& p = r.placement;
     std::ostringstream out;
-    out << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << join(r.cpu_numa_nodes) << ")\n";
+    out << "cpus:       " << p.cpus.to_string() << " (NUMA node(s) " << join_ints(r.cpu_numa_nodes) << ")\n";
     out << "memory:     " << p.mem_policy
         << (p.mem_nodes.empty() ? std::string() : " on node(s) " + p.mem_nodes.to_string()) << "\n";
     if (r.plan) {
         out << "plan:       mode " << r.plan->mode << ", cpus " << r.plan->cpus << ", mems "
             << (r.plan->mems.empty() ? "-" : r.plan->mems) << " (" << r.plan->mem_policy << "), device(s) "
-            << join(r.plan->devices) << (r.plan->device_pci.empty() ? "" : " (" + r.plan->device_pci + ")") << "\n";
+            << join_ints(r.plan->devices) << (r.plan->device_pci.empty() ? "" : " (" + r.plan->device_pci + ")") << "\n";
         out << "note:       " << r.plan->note << "\n";
     } else if (r.device)
-        out << (r.devices.size() > 1 ? "devices:    " + join(r.devices) + ", first " : std::string("device:     "))
-            << r.device->index << " (" << r.device->pci << ") on NUMA node(s) " << join(r.device_nodes) << " ["
+        out << (r.devices.size() > 1 ? "devices:    " + join_ints(r.devices) + ", first " : std::string("device:     "))
+            << r.device->index << " (" << r.device->pci << ") on NUMA node(s) " << join_ints(r.device_nodes) << " ["
             << r.device_source << "]\n";
     else
         out << "device:     none\n";

@@ -5,6 +5,7 @@
 
 #include "numabind/error.hpp"
 #include "sys/process_inspect.hpp"
+#include "core/binding_env.hpp"
 #include "core/local_rank.hpp"
 #include "core/text.hpp"
 #include "numabind/report.hpp"
@@ -30,7 +31,7 @@ std::vector<int> parse_devices(const std::string& text) {
     for (std::string_view item : split(text, ',')) {
         if (item.empty()) continue;
         try {
-            out.push_back(parse_nonnegative(std::string(item), "NUMABIND_DEVICES"));
+            out.push_back(parse_nonnegative(std::string(item), kEnvDevices));
         } catch (const std::exception&) {
             return {};
         }
@@ -63,10 +64,10 @@ ProcessReport inspect_report(int pid, const std::string& topology, const std::st
         device_ids.clear();
         if (r.plan.present) {
             r.plan_source = "environment";
-            auto it = p.environ.find("NUMABIND_DEVICES");
+            auto it = p.environ.find(kEnvDevices);
             if (it != p.environ.end()) device_ids = parse_devices(it->second);
             if (device_ids.empty()) {
-                auto d = p.environ.find("NUMABIND_DEVICE");
+                auto d = p.environ.find(kEnvDevice);
                 if (d != p.environ.end()) device_ids = parse_devices(d->second);
             }
         }
@@ -129,17 +130,17 @@ std::string process_report_to_text(const ProcessReport& r, bool threads) {
     std::ostringstream out;
     // Names and values come from the target: escaped, so that none reaches the terminal raw.
     out << "process:    " << p.pid << " (" << printable(p.name) << "), " << p.threads.size() << " thread(s)\n";
-    out << "cpus:       " << r.cpus.to_string() << " (NUMA node(s) " << join(r.cpu_numa_nodes) << ")\n";
+    out << "cpus:       " << r.cpus.to_string() << " (NUMA node(s) " << join_ints(r.cpu_numa_nodes) << ")\n";
     out << "memory:     " << (p.policy.empty() ? "unknown" : p.policy) << "; resident pages " << pages_text(r.pages)
         << " (anonymous " << pages_text(r.anonymous_pages) << ")\n";
     if (r.plan.present)
-        out << "plan:       cpus " << r.plan.cpus.to_string() << ", mems " << join(r.plan.mems) << " (" << r.plan.mem_policy
+        out << "plan:       cpus " << r.plan.cpus.to_string() << ", mems " << join_ints(r.plan.mems) << " (" << r.plan.mem_policy
             << ") [" << r.plan_source << "]\n";
     else
         out << "plan:       none\n";
     if (r.devices.empty()) out << "device:     none\n";
     for (const Accelerator& a : r.devices)
-        out << "device:     " << a.index << " (" << a.pci << ") on NUMA node(s) " << join(a.home_nodes) << "\n";
+        out << "device:     " << a.index << " (" << a.pci << ") on NUMA node(s) " << join_ints(a.home_nodes) << "\n";
     if (threads)
         for (const AuditedThread& t : p.threads)
             out << "thread " << t.tid << " (" << printable(t.name) << "): cpus " << t.cpus.to_string() << ", memory "

@@ -5,7 +5,7 @@
 
 #include "numabind/error.hpp"
 #include "core/omp.hpp"
-#include "numabind/report.hpp"
+#include "core/text.hpp"
 #include "core/visible.hpp"
 #include "sys/nvml.hpp"
 
@@ -97,7 +97,7 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
         for (const std::string& w : vis.warnings) warn(w);
         if (vis.restricted) {
             req.visible_devices = vis.indexes;
-            note("devices from " + vis.source + ": " + join(vis.indexes));
+            note("devices from " + vis.source + ": " + join_ints(vis.indexes));
             if (vis.indexes.empty() && mode != Mode::None)
                 throw NoAcceleratorError(vis.source + " makes no device visible; nothing to bind to");
         } else {

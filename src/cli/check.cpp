@@ -26,6 +26,7 @@
 #include "numabind/accelerators.hpp"
 #include "sys/device_files.hpp"
 #include "numabind/error.hpp"
+#include "core/text.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "api/task_planner.hpp"
 #include "hwloc/topology_cache.hpp"
@@ -112,11 +113,7 @@ std::string kernel_pci(const std::string& pci) {
     return a;
 }
 
-std::string nodes_text(const std::vector<int>& nodes) {
-    std::string s;
-    for (int n : nodes) s += (s.empty() ? "" : ",") + std::to_string(n);
-    return s.empty() ? "-" : s;
-}
+std::string nodes_text(const std::vector<int>& nodes) { return numabind::join_ints(nodes, ",", "-"); }
 
 std::string gpu_label(const Accelerator& a) {
     return "GPU " + std::to_string(a.index) + " (" + a.pci + (a.sub_count > 1 ? " #" + std::to_string(a.sub_index) : "") + ")";

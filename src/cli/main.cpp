@@ -22,6 +22,7 @@
 #include "api/placement_report.hpp"
 #include "api/process_report.hpp"
 #include "numabind/report.hpp"
+#include "core/text.hpp"
 #include "api/task_planner.hpp"
 #include "hwloc/topology_cache.hpp"
 #include "core/visible.hpp"
@@ -158,8 +159,8 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             note(o, "omp: " + nb::omp_summary(omp));
         }
         note(o, "rank " + std::to_string(task.local_rank) + ": device" + (task.devices.size() > 1 ? "s " : " ") +
-                    (task.device ? nb::join(task.devices) + " (first " + task.device->pci + ")" : "-") +
-                    ", cpus " + task.cpus.to_string() + ", mems " + nb::join(task.mems) + " (" +
+                    (task.device ? nb::join_ints(task.devices) + " (first " + task.device->pci + ")" : "-") +
+                    ", cpus " + task.cpus.to_string() + ", mems " + nb::join_ints(task.mems) + " (" +
                     nb::to_string(task.mem) + ")");
     } catch (const nb::UsageError&) {
         throw;
@@ -172,8 +173,8 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             return kExitFailure;
         }
         std::cerr << "numabind: warning: " << failure << "; running unbound (--fallback warn)\n";
-        setenv("NUMABIND_MODE", "none", 1);
-        unsetenv("NUMABIND_NICS");
+        setenv(nb::kEnvMode, "none", 1);
+        unsetenv(nb::kEnvNics);
     }
     exec_program(program);
 }
@@ -202,7 +203,7 @@ int cmd_plan(const Options& o) {
         for (const nb::TaskPlan& t : plan.tasks) {
             nb::draw::TaskPaint k{"task " + std::to_string(t.local_rank), t.cpus, {}, ""};
             for (int d : t.devices) k.pci.push_back(plan.accelerators.at(static_cast<size_t>(d)).pci);
-            if (!t.devices.empty()) k.note = std::string(t.devices.size() > 1 ? "GPUs " : "GPU ") + nb::join(t.devices);
+            if (!t.devices.empty()) k.note = std::string(t.devices.size() > 1 ? "GPUs " : "GPU ") + nb::join_ints(t.devices);
             tasks.push_back(std::move(k));
         }
         nb::draw::draw_placement(o.topology, tasks, "numabind plan --mode " + o.mode + " --ntasks " + o.ntasks, o.draw);
@@ -297,7 +298,7 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app{"numabind: bind GPU tasks to the CPUs and memory local to their accelerator", "numabind"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "numabind 0.1.0");
+    app.set_version_flag("--version", "numabind " NUMABIND_VERSION);  // project() in CMakeLists.txt
 
     auto add_topology = [&](CLI::App* c) {
         c->add_option("--topology", o.topology, "hwloc XML topology instead of discovering this machine");

@@ -6,30 +6,47 @@
 #include <optional>
 #include <string>
 
+#include "core/text.hpp"
 #include "numabind/plan.hpp"
 
 namespace numabind {
+
+// The variables numabind exports into a bound task, each named once: the setters below, the
+// readers (reapply, show, show --pid, cuda_index) and the plugin use these constants.
+inline constexpr const char* kEnvMode = "NUMABIND_MODE";             // node, exclusive...; none: left unbound
+inline constexpr const char* kEnvCpus = "NUMABIND_CPUS";             // "0-7,16-23"
+inline constexpr const char* kEnvMems = "NUMABIND_MEMS";             // "0,1"
+inline constexpr const char* kEnvMemPolicy = "NUMABIND_MEM_POLICY";  // prefer, bind, interleave, none
+inline constexpr const char* kEnvDevice = "NUMABIND_DEVICE";         // the first owned device
+inline constexpr const char* kEnvDevices = "NUMABIND_DEVICES";       // all of them
+inline constexpr const char* kEnvDevicePci = "NUMABIND_DEVICE_PCI";  // the first one's PCI address
+inline constexpr const char* kEnvNics = "NUMABIND_NICS";             // nearest fabric NICs; unset: none
+// Where numabind keeps the UCX_NET_DEVICES value it set itself: a value equal to it was
+// inherited from an outer binding (a bound batch shell, a nested `numabind run`), not the user's.
+inline constexpr const char* kUcxMarker = "NUMABIND_UCX_NET_DEVICES";
+
+// Every variable above: what export_binding_env and export_nic_env may set, and what the
+// plugin removes from each task before binding it (spank/shared/step_scope.cpp), so that none
+// of a user's, an earlier step's or a bound batch shell's survives. A variable added to the
+// setters goes here too (tests/unit/shared_definitions_test.cpp fails otherwise). Not here: what
+// numabind sets only where the user has not (UCX_NET_DEVICES, OMP_*: the user's own stay), and
+// srun's NUMABIND_SRUN_* markers (the plugin's own, spank/shared/step_scope.hpp).
+// python/numabind/__init__.py spells the same list (_ENV_VARIABLES; tests/python/names_test.py).
+inline constexpr const char* kExportedVariables[] = {kEnvMode, kEnvCpus, kEnvMems, kEnvMemPolicy, kEnvDevice,
+                                                     kEnvDevices, kEnvDevicePci, kEnvNics, kUcxMarker};
 
 // Sets NUMABIND_MODE, NUMABIND_CPUS, NUMABIND_MEMS, NUMABIND_MEM_POLICY, NUMABIND_DEVICE
 // (the first owned device), NUMABIND_DEVICES (all of them), NUMABIND_DEVICE_PCI through the given setter (setenv for the CLI, spank_setenv for the plugin).
 template <typename Setter>
 void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
-    set("NUMABIND_MODE", to_string(mode));
-    set("NUMABIND_CPUS", task.cpus.to_string());
-    std::string mems;
-    for (int n : task.mems) mems += (mems.empty() ? "" : ",") + std::to_string(n);
-    set("NUMABIND_MEMS", mems);
-    set("NUMABIND_MEM_POLICY", to_string(task.mem));
-    set("NUMABIND_DEVICE", task.device ? std::to_string(task.device->index) : std::string());
-    std::string devices;
-    for (int d : task.devices) devices += (devices.empty() ? "" : ",") + std::to_string(d);
-    set("NUMABIND_DEVICES", devices);
-    set("NUMABIND_DEVICE_PCI", task.device ? task.device->pci : std::string());
+    set(kEnvMode, to_string(mode));
+    set(kEnvCpus, task.cpus.to_string());
+    set(kEnvMems, join_ints(task.mems));
+    set(kEnvMemPolicy, to_string(task.mem));
+    set(kEnvDevice, task.device ? std::to_string(task.device->index) : std::string());
+    set(kEnvDevices, join_ints(task.devices));
+    set(kEnvDevicePci, task.device ? task.device->pci : std::string());
 }
-
-// Where numabind keeps the UCX_NET_DEVICES value it set itself: a value equal to it was
-// inherited from an outer binding (a bound batch shell, a nested `numabind run`), not the user's.
-inline constexpr const char* kUcxMarker = "NUMABIND_UCX_NET_DEVICES";
 
 // NUMABIND_NICS: the task's nearest fabric NICs ("mlx5_0,mlx5_1"), removed when it has none.
 // With `ucx` (opt-in) also UCX_NET_DEVICES ("mlx5_0:1,mlx5_1:1") and its marker, unless the
@@ -40,8 +57,8 @@ template <typename Setter, typename Unsetter>
 void export_nic_env(const TaskPlan& task, bool ucx, const std::optional<std::string>& current,
                     const std::optional<std::string>& marker, Setter&& set, Unsetter&& unset) {
     const bool users = current && (!marker || *current != *marker);
-    if (task.nics.empty()) unset("NUMABIND_NICS");
-    else set("NUMABIND_NICS", nic_names(task.nics));
+    if (task.nics.empty()) unset(kEnvNics);
+    else set(kEnvNics, nic_names(task.nics));
     if (users) {
         if (marker) unset(kUcxMarker);
     } else if (ucx && !task.nics.empty()) {

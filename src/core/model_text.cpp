@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "numabind/error.hpp"
+#include "core/text.hpp"
 
 namespace numabind {
 
@@ -63,11 +64,7 @@ std::string devices_text(const std::vector<std::string>& v) {
     return out.empty() ? "-" : out;
 }
 
-std::string ints_text(const std::vector<int>& v) {
-    std::string out;
-    for (int i : v) out += (out.empty() ? "" : ",") + std::to_string(i);
-    return out.empty() ? "-" : out;
-}
+std::string ints_text(const std::vector<int>& v) { return join_ints(v, ",", "-"); }
 
 // <rdma 0|1> <ports n=state,...|-> <subtype|-> <name, rest of line>
 std::string net_text(const NetDevice& n) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "numabind/error.hpp"
-#include "numabind/report.hpp"
+#include "core/text.hpp"
 
 namespace numabind {
 
@@ -37,7 +37,7 @@ std::vector<IdSet> place_sets(const Topology& topo, const IdSet& cpus) {
 
 std::string places_text(const std::vector<IdSet>& places) {
     std::string out;
-    for (const IdSet& p : places) out += (out.empty() ? "{" : ",{") + join(p.ids()) + "}";
+    for (const IdSet& p : places) out += (out.empty() ? "{" : ",{") + join_ints(p.ids()) + "}";
     return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "numabind/error.hpp"
 #include "core/plan_stages.hpp"
+#include "core/text.hpp"
 
 namespace numabind {
 
@@ -94,12 +95,6 @@ int core_count(const Topology& topo, const IdSet& pus) {
     int n = 0;
     for (const Core& c : topo.cores) n += c.pus.intersects(pus) ? 1 : 0;
     return n;
-}
-
-std::string join_ints(const std::vector<int>& v) {
-    std::string s;
-    for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-    return s;
 }
 
 std::string describe(const Home& home) {
@@ -625,7 +620,7 @@ void top_up_tasks(const Topology& topo, const std::vector<planning::Home>& homes
             shared_tasks.push_back(static_cast<int>(r));
     }
     if (!shared_tasks.empty())
-        plan.warnings.push_back("task(s) " + planning::join_ints(shared_tasks) + ": not enough free CPUs for " +
+        plan.warnings.push_back("task(s) " + join_ints(shared_tasks) + ": not enough free CPUs for " +
                                 std::to_string(min_cpus) + " CPUs per task; they share some with other tasks");
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "core/binding_env.hpp"
 #include "core/text.hpp"
 
 namespace numabind {
@@ -17,12 +18,6 @@ std::optional<long> to_long(std::string_view s) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
     return v;
-}
-
-std::string nodes_text(const std::vector<int>& nodes) {
-    std::string out;
-    for (int n : nodes) out += (out.empty() ? "" : ",") + std::to_string(n);
-    return out;
 }
 
 std::string pages_text(const std::map<int, long>& by_node) {
@@ -150,12 +145,26 @@ EnvPlan make_plan(const std::string& mode, const std::string& cpus, const std::s
 
 }  // namespace
 
+std::string status_field(std::string_view status, std::string_view name) {
+    size_t pos = 0;
+    while (pos < status.size()) {
+        size_t nl = status.find('\n', pos);
+        std::string_view line = status.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+        pos = nl == std::string_view::npos ? status.size() : nl + 1;
+        if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 && line[name.size()] == ':') {
+            size_t v = line.find_first_not_of(" \t", name.size() + 1);
+            return v == std::string_view::npos ? std::string() : std::string(line.substr(v));
+        }
+    }
+    return {};
+}
+
 EnvPlan plan_from_environ(const std::map<std::string, std::string>& env) {
     auto get = [&](const char* k) {
         auto it = env.find(k);
         return it == env.end() ? std::string() : it->second;
     };
-    return make_plan(get("NUMABIND_MODE"), get("NUMABIND_CPUS"), get("NUMABIND_MEMS"), get("NUMABIND_MEM_POLICY"));
+    return make_plan(get(kEnvMode), get(kEnvCpus), get(kEnvMems), get(kEnvMemPolicy));
 }
 
 std::optional<EnvPlan> plan_from_maps(std::string_view maps_text, std::vector<int>* devices_out) {
@@ -196,7 +205,7 @@ std::vector<std::string> process_mismatches(const std::vector<AuditedThread>& th
                 NumaPolicy p = parse_numa_policy(t.policy);
                 if (p.kind != want || p.nodes.empty() || !p.nodes.is_subset_of(home))
                     out.push_back("thread " + std::to_string(t.tid) + " (" + t.name + ") has memory policy " + t.policy +
-                                  ", the plan's is " + plan.mem_policy + " on node(s) " + nodes_text(plan.mems));
+                                  ", the plan's is " + plan.mem_policy + " on node(s) " + join_ints(plan.mems));
             }
         }
         if (!home.empty()) {
@@ -204,7 +213,7 @@ std::vector<std::string> process_mismatches(const std::vector<AuditedThread>& th
             for (const auto& [node, pages] : anonymous_pages)
                 if (pages > 0 && !home.contains(node)) off[node] = pages;
             if (!off.empty())
-                out.push_back("anonymous memory pages off the home node(s) " + nodes_text(plan.mems) + ": " + pages_text(off));
+                out.push_back("anonymous memory pages off the home node(s) " + join_ints(plan.mems) + ": " + pages_text(off));
         }
     }
     if (!devices.empty()) {
@@ -219,7 +228,7 @@ std::vector<std::string> process_mismatches(const std::vector<AuditedThread>& th
         for (int n : cpu_nodes) {
             if (std::find(homes.begin(), homes.end(), n) == homes.end()) {
                 out.push_back("its threads may run on NUMA node " + std::to_string(n) + " but device " + names +
-                              (devices.size() > 1 ? " are" : " is") + " on node(s) " + nodes_text(homes));
+                              (devices.size() > 1 ? " are" : " is") + " on node(s) " + join_ints(homes));
                 break;
             }
         }

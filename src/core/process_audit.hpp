@@ -45,6 +45,10 @@ NumaPolicy parse_numa_policy(std::string_view policy);
 // stacks, anonymous mappings: what the process itself allocated, not shared page cache).
 std::map<int, long> pages_by_node(const std::vector<NumaMapping>& maps, bool anonymous_only);
 
+// One field of a /proc/PID/status (or task/TID/status) text: status_field(text,
+// "Cpus_allowed_list") -> "0-7" (leading blanks dropped); "" when the field is absent.
+std::string status_field(std::string_view status, std::string_view name);
+
 struct AuditedThread {
     int tid = 0;
     std::string name;

@@ -2,13 +2,11 @@
 
 #include <sstream>
 
+#include "core/text.hpp"
+
 namespace numabind {
 
-std::string join(const std::vector<int>& values, const char* sep) {
-    std::string s;
-    for (int v : values) s += (s.empty() ? "" : sep) + std::to_string(v);
-    return s;
-}
+std::string join(const std::vector<int>& values, const char* sep) { return join_ints(values, sep); }
 
 std::vector<int> l3_groups_of(const Topology& topo, const IdSet& pus) {
     std::vector<int> out;
@@ -54,7 +52,7 @@ std::string plan_to_table(const NodePlan& plan) {
         char line[160];
         std::snprintf(line, sizeof line, "%-5d %-7s %-13s %-7s %-11s ", t.local_rank,
                       t.device ? std::to_string(t.device->index).c_str() : "-",
-                      t.device ? t.device->pci.c_str() : "-", t.mems.empty() ? "-" : join(t.mems).c_str(),
+                      t.device ? t.device->pci.c_str() : "-", t.mems.empty() ? "-" : join_ints(t.mems).c_str(),
                       to_string(t.mem).c_str());
         out << line << t.cpus.to_string() << "  " << nics_text(t.nics) << "\n";
         for (const std::string& w : t.warnings) out << "      warning: " << w << "\n";
@@ -102,8 +100,8 @@ std::string accelerators_to_table(const Topology& topo, const std::vector<Accele
         IdSet home_cpus = topo.pus_of_nodes(a.home_nodes);
         char line[200];
         std::snprintf(line, sizeof line, "%-4d %-13s %04x:%04x  %-10s %-23s %s", a.index, a.pci.c_str(), dev.vendor,
-                      dev.device, join(a.home_nodes).c_str(), home_cpus.to_string().c_str(),
-                      join(l3_groups_of(topo, home_cpus)).c_str());
+                      dev.device, join_ints(a.home_nodes).c_str(), home_cpus.to_string().c_str(),
+                      join_ints(l3_groups_of(topo, home_cpus)).c_str());
         out << line << "  " << nics_text(nics_for_devices(topo, nics, accs, {a.index}));
         if (a.sub_count > 1) out << "  (partition " << a.sub_index << "/" << a.sub_count << ")";
         out << "\n";

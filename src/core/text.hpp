@@ -1,6 +1,7 @@
-// Small text helpers shared by the parsers (engine, plugin).
+// Small text helpers shared by the parsers and the messages (engine, plugin, CLI).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,6 +18,17 @@ inline std::vector<std::string_view> split(std::string_view text, char sep) {
         pos = next + 1;
     }
     return out;
+}
+
+// {0,2,3} -> "0,2,3": the one spelling of an index list (NUMABIND_MEMS, messages, the plan
+// marker). `none`: what an empty list reads as ("" by default, "-" in tables and log lines).
+inline std::string join_ints(const std::vector<int>& values, std::string_view sep = ",", std::string_view none = "") {
+    std::string out;
+    for (int v : values) {
+        if (!out.empty()) out += sep;
+        out += std::to_string(v);
+    }
+    return out.empty() ? std::string(none) : out;
 }
 
 }  // namespace numabind

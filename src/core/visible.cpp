@@ -85,31 +85,31 @@ std::vector<int> resolve(const std::string& var, const std::string& value, const
 VisibleDevices visible_from_env(const std::vector<Accelerator>& accs, const EnvLookup& env,
                                 const UuidResolver& resolver) {
     VisibleDevices v;
-    if (auto cuda = env("CUDA_VISIBLE_DEVICES")) {
-        v.source = "CUDA_VISIBLE_DEVICES";
+    if (auto cuda = env(kCudaVisibleDevices)) {
+        v.source = kCudaVisibleDevices;
         v.indexes = resolve(v.source, *cuda, runtime_devices(accs, Vendor::Nvidia), accs, resolver, v.warnings, false);
         v.restricted = v.warnings.empty();
         return v;
     }
-    auto rocr = env("ROCR_VISIBLE_DEVICES");
-    auto hip = env("HIP_VISIBLE_DEVICES");
+    auto rocr = env(kRocrVisibleDevices);
+    auto hip = env(kHipVisibleDevices);
     if (rocr || hip) {
         std::vector<int> pool = runtime_devices(accs, Vendor::Amd);
         if (rocr) {
-            v.source = "ROCR_VISIBLE_DEVICES";
+            v.source = kRocrVisibleDevices;
             pool = resolve(v.source, *rocr, pool, accs, resolver, v.warnings, false);
         }
         if (hip && v.warnings.empty()) {
             // HIP numbers the devices ROCr left visible.
-            v.source = rocr ? "ROCR_VISIBLE_DEVICES+HIP_VISIBLE_DEVICES" : "HIP_VISIBLE_DEVICES";
-            pool = resolve("HIP_VISIBLE_DEVICES", *hip, pool, accs, resolver, v.warnings, false);
+            v.source = rocr ? std::string(kRocrVisibleDevices) + "+" + kHipVisibleDevices : kHipVisibleDevices;
+            pool = resolve(kHipVisibleDevices, *hip, pool, accs, resolver, v.warnings, false);
         }
         v.indexes = pool;
         v.restricted = v.warnings.empty();
         return v;
     }
-    if (auto ze = env("ZE_AFFINITY_MASK")) {
-        v.source = "ZE_AFFINITY_MASK";
+    if (auto ze = env(kZeAffinityMask)) {
+        v.source = kZeAffinityMask;
         v.indexes = resolve(v.source, *ze, runtime_devices(accs, Vendor::Intel), accs, resolver, v.warnings, true);
         v.restricted = true;
         return v;

@@ -24,6 +24,16 @@ struct VisibleDevices {
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 
+// The GPU runtimes' device-selection variables, each named once, and all of them in
+// visible_from_env's order of precedence: what the plugin's device rule and its step facts
+// look for, and what `show --pid` reads of another process.
+inline constexpr const char* kCudaVisibleDevices = "CUDA_VISIBLE_DEVICES";
+inline constexpr const char* kRocrVisibleDevices = "ROCR_VISIBLE_DEVICES";
+inline constexpr const char* kHipVisibleDevices = "HIP_VISIBLE_DEVICES";  // on top of ROCr's
+inline constexpr const char* kZeAffinityMask = "ZE_AFFINITY_MASK";
+inline constexpr const char* kRuntimeVariables[] = {kCudaVisibleDevices, kRocrVisibleDevices, kHipVisibleDevices,
+                                                    kZeAffinityMask};
+
 // Reads CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES (+HIP_VISIBLE_DEVICES on top),
 // HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK, in that order of precedence. Throws
 // UsageError naming the variable and the bad entry.

@@ -2,6 +2,7 @@
 // libnuma's set_mempolicy; both read back with the matching get call.
 #include "sys/binding.hpp"
 
+#include "core/text.hpp"
 #include "numabind/error.hpp"
 #include "numabind/topology.hpp"
 
@@ -159,9 +160,7 @@ ApplyResult apply_binding_once(const TaskPlan& task) {
             rc = set_mempolicy(mode, mask.data(), kMaxNodes);
         }
         if (rc != 0) {
-            std::string nodes;
-            for (int n : task.mems) nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
-            r.error = "set_mempolicy(" + want + ", nodes " + nodes + ") failed: " + std::strerror(errno);
+            r.error = "set_mempolicy(" + want + ", nodes " + join_ints(task.mems) + ") failed: " + std::strerror(errno);
             return r;
         }
         if (!read_mempolicy(r.mem_policy, r.mem_nodes)) {

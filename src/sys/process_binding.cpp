@@ -22,6 +22,7 @@
 #include <set>
 
 #include "core/process_audit.hpp"
+#include "core/text.hpp"
 #include "sys/process_inspect.hpp"
 
 namespace numabind {
@@ -153,9 +154,9 @@ Request* publish_request(int mode, const unsigned long* mask) {
 bool blocked_signals(pid_t tid, uint64_t& mask) {
     std::string status;
     if (!read_proc_file("/proc/self/task/" + std::to_string(tid) + "/status", status)) return false;
-    const size_t p = status.find("SigBlk:");
-    if (p == std::string::npos) return false;
-    mask = std::strtoull(status.c_str() + p + 7, nullptr, 16);
+    const std::string blocked = status_field(status, "SigBlk");
+    if (blocked.empty()) return false;
+    mask = std::strtoull(blocked.c_str(), nullptr, 16);
     return true;
 }
 bool blocks(uint64_t mask, int sig) { return sig >= 1 && sig <= 64 && ((mask >> (sig - 1)) & 1); }
@@ -221,13 +222,8 @@ long off_home(const std::map<int, long>& by_node, const std::vector<int>& home) 
 }
 
 std::string marker_text(const std::string& mode, const TaskPlan& task) {
-    auto list = [](const std::vector<int>& v) {
-        std::string s;
-        for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
-        return s;
-    };
-    return std::string(kPlanMarkerName) + "mode=" + mode + ";cpus=" + task.cpus.to_string() + ";mems=" + list(task.mems) +
-           ";mem=" + to_string(task.mem) + ";devices=" + list(task.devices);
+    return std::string(kPlanMarkerName) + "mode=" + mode + ";cpus=" + task.cpus.to_string() + ";mems=" + join_ints(task.mems) +
+           ";mem=" + to_string(task.mem) + ";devices=" + join_ints(task.devices);
 }
 
 void* g_marker = nullptr;
@@ -488,19 +484,10 @@ ProcessBindResult bind_process(const TaskPlan& task, bool migrate) {
         // From every other node the process may use to the home node(s).
         unsigned long from[kMaskWords] = {}, to[kMaskWords] = {};
         IdSet allowed_mems;
-        {
-            std::string status;
-            if (read_proc_file("/proc/self/status", status)) {
-                size_t p = status.find("Mems_allowed_list:");
-                if (p != std::string::npos) {
-                    size_t e = status.find('\n', p);
-                    std::string v = status.substr(p + 18, e == std::string::npos ? std::string::npos : e - p - 18);
-                    v.erase(0, v.find_first_not_of(" \t"));
-                    try {
-                        allowed_mems = IdSet::parse(v);
-                    } catch (const std::exception&) {
-                    }
-                }
+        if (std::string status; read_proc_file("/proc/self/status", status)) {
+            try {
+                allowed_mems = IdSet::parse(status_field(status, "Mems_allowed_list"));
+            } catch (const std::exception&) {
             }
         }
         bool any_from = false;

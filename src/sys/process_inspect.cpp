@@ -13,25 +13,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/visible.hpp"
 #include "numabind/error.hpp"
 
 namespace numabind {
 
 namespace {
-
-std::string status_field(const std::string& status, const std::string& name) {
-    size_t pos = 0;
-    while (pos < status.size()) {
-        size_t nl = status.find('\n', pos);
-        std::string line = status.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-        pos = nl == std::string::npos ? status.size() : nl + 1;
-        if (line.compare(0, name.size() + 1, name + ":") == 0) {
-            size_t v = line.find_first_not_of(" \t", name.size() + 1);
-            return v == std::string::npos ? std::string() : line.substr(v);
-        }
-    }
-    return {};
-}
 
 std::string user_name(uid_t uid) {
     struct passwd pw, *res = nullptr;
@@ -41,10 +28,11 @@ std::string user_name(uid_t uid) {
 }
 
 bool wanted_variable(const std::string& name) {
-    static const char* const exact[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                                        "ZE_AFFINITY_MASK", "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
+    static const char* const exact[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
                                         "OMP_PROC_BIND", "OMP_PLACES", "KMP_AFFINITY"};
     if (name.compare(0, 9, "NUMABIND_") == 0) return true;
+    for (const char* e : kRuntimeVariables)
+        if (name == e) return true;
     for (const char* e : exact)
         if (name == e) return true;
     return false;
