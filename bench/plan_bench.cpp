@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "hwloc/topology_cache.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/plan.hpp"
-#include "hwloc/topology_cache.hpp"
 
 namespace nb = numabind;
 

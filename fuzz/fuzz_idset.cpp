@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <string>
 
+#include "core/visible.hpp"
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
-#include "core/visible.hpp"
 
 using namespace numabind;
 

@@ -5,9 +5,9 @@
 // --rank-source (PMIx is the built-without-PMIx stub here).
 #include <string>
 
+#include "core/local_rank.hpp"
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
-#include "core/local_rank.hpp"
 #include "pmix_rank.hpp"
 
 using namespace numabind;

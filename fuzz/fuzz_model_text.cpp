@@ -6,9 +6,9 @@
 // cut short at a line boundary) is always refused.
 #include <string>
 
+#include "core/model_text.hpp"
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
-#include "core/model_text.hpp"
 
 using namespace numabind;
 

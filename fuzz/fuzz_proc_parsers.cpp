@@ -8,9 +8,9 @@
 #include <map>
 #include <string>
 
+#include "core/process_audit.hpp"
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
-#include "core/process_audit.hpp"
 
 using namespace numabind;
 

@@ -6,11 +6,11 @@
 #include <memory>
 #include <string>
 
+#include "core/visible.hpp"
 #include "fuzz_support.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
 #include "numabind/plan.hpp"
-#include "core/visible.hpp"
 
 using namespace numabind;
 

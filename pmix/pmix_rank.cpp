@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "query_barrier.hpp"
 #include "pmix_rank.hpp"
+#include "query_barrier.hpp"
 
 extern char** environ;
 

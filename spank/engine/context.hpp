@@ -12,13 +12,13 @@ extern "C" {
 #include <string>
 #include <vector>
 
-#include "policy/config.hpp"
-#include "shared/messages.hpp"
 #include "node_share.hpp"
-#include "said_once.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/topology.hpp"
+#include "policy/config.hpp"
 #include "policy/step_policy.hpp"
+#include "said_once.hpp"
+#include "shared/messages.hpp"
 
 namespace numabind::spank {
 

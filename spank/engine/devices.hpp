@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "numabind/accelerators.hpp"
 #include "core/visible.hpp"
+#include "numabind/accelerators.hpp"
 
 namespace numabind::spank {
 

@@ -12,21 +12,21 @@
 #include <optional>
 
 #include "context.hpp"
+#include "core/binding_env.hpp"
+#include "core/omp.hpp"
+#include "core/text.hpp"
+#include "core/visible.hpp"
 #include "devices.hpp"
-#include "policy/log_text.hpp"
-#include "sys/binding.hpp"
-#include "sys/device_files.hpp"
+#include "hwloc/topology_cache.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
-#include "core/omp.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/topology.hpp"
-#include "core/text.hpp"
-#include "hwloc/topology_cache.hpp"
-#include "core/visible.hpp"
+#include "policy/log_text.hpp"
 #include "shared/step_scope.hpp"
+#include "sys/binding.hpp"
+#include "sys/device_files.hpp"
 #include "sys/nvml.hpp"
-#include "core/binding_env.hpp"
 
 namespace numabind::spank {
 

@@ -2,8 +2,8 @@
 #include <cstdlib>
 
 #include "front.hpp"
-#include "shared/messages.hpp"
 #include "numabind/error.hpp"
+#include "shared/messages.hpp"
 #include "shared/step_scope.hpp"
 
 namespace numabind::spank {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "front.hpp"
-#include "shared/messages.hpp"
 #include "numabind/error.hpp"
+#include "shared/messages.hpp"
 
 // SPANK_PLUGIN(numabind, 1), spelled out: in C++ a namespace-scope const has internal
 // linkage unless declared extern, and the loader must find these symbols.

@@ -5,9 +5,9 @@
 
 #include <set>
 
+#include "core/omp.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
-#include "core/omp.hpp"
 
 namespace numabind::spank {
 

@@ -13,18 +13,18 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "numabind/error.hpp"
-#include "core/omp.hpp"
 #include "api/placement_report.hpp"
-#include "sys/process_binding.hpp"
-#include "sys/process_inspect.hpp"
 #include "api/process_report.hpp"
-#include "numabind/report.hpp"
 #include "api/task_planner.hpp"
+#include "core/binding_env.hpp"
+#include "core/omp.hpp"
 #include "core/text.hpp"
 #include "core/visible.hpp"
+#include "numabind/error.hpp"
+#include "numabind/report.hpp"
 #include "sys/nvml.hpp"
-#include "core/binding_env.hpp"
+#include "sys/process_binding.hpp"
+#include "sys/process_inspect.hpp"
 
 namespace nb = numabind;
 

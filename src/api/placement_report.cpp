@@ -9,9 +9,9 @@
 
 #include "core/binding_env.hpp"
 #include "core/local_rank.hpp"
-#include "numabind/report.hpp"
 #include "core/text.hpp"
 #include "core/visible.hpp"
+#include "numabind/report.hpp"
 #include "sys/nvml.hpp"
 
 namespace numabind {

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "numabind/accelerators.hpp"
-#include "sys/binding.hpp"
-#include "numabind/nics.hpp"
 #include "api/task_planner.hpp"
+#include "numabind/accelerators.hpp"
+#include "numabind/nics.hpp"
+#include "sys/binding.hpp"
 
 namespace numabind {
 

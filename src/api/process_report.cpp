@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <sstream>
 
-#include "numabind/error.hpp"
-#include "sys/process_inspect.hpp"
 #include "core/binding_env.hpp"
 #include "core/local_rank.hpp"
 #include "core/text.hpp"
+#include "numabind/error.hpp"
 #include "numabind/report.hpp"
+#include "sys/process_inspect.hpp"
 
 namespace numabind {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "api/task_planner.hpp"
 #include "numabind/accelerators.hpp"
 #include "sys/process_inspect.hpp"
-#include "api/task_planner.hpp"
 
 namespace numabind {
 

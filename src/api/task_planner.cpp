@@ -3,10 +3,10 @@
 
 #include <cstdlib>
 
-#include "numabind/error.hpp"
 #include "core/omp.hpp"
 #include "core/text.hpp"
 #include "core/visible.hpp"
+#include "numabind/error.hpp"
 #include "sys/nvml.hpp"
 
 namespace numabind {

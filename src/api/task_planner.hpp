@@ -8,12 +8,12 @@
 #include <optional>
 #include <string>
 
-#include "numabind/accelerators.hpp"
-#include "numabind/hwloc_topology.hpp"
 #include "core/local_rank.hpp"
 #include "core/omp.hpp"
-#include "numabind/plan.hpp"
 #include "hwloc/topology_cache.hpp"
+#include "numabind/accelerators.hpp"
+#include "numabind/hwloc_topology.hpp"
+#include "numabind/plan.hpp"
 
 namespace numabind {
 

@@ -21,15 +21,15 @@
 #include <set>
 #include <sstream>
 
-#include "check_facts.hpp"
-#include "policy/config.hpp"  // spank/: parse_site_config, expand_path
-#include "numabind/accelerators.hpp"
-#include "sys/device_files.hpp"
-#include "numabind/error.hpp"
-#include "core/text.hpp"
-#include "numabind/hwloc_topology.hpp"
 #include "api/task_planner.hpp"
+#include "check_facts.hpp"
+#include "core/text.hpp"
 #include "hwloc/topology_cache.hpp"
+#include "numabind/accelerators.hpp"
+#include "numabind/error.hpp"
+#include "numabind/hwloc_topology.hpp"
+#include "policy/config.hpp"  // spank/: parse_site_config, expand_path
+#include "sys/device_files.hpp"
 #include "xml_probe.hpp"
 
 namespace fs = std::filesystem;

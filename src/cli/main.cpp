@@ -13,24 +13,24 @@
 #include <string>
 #include <vector>
 
-#include "sys/binding.hpp"
-#include "numabind/error.hpp"
-#include "numabind/hwloc_topology.hpp"
-#include "core/local_rank.hpp"
-#include "core/omp.hpp"
-#include "numabind/plan.hpp"
 #include "api/placement_report.hpp"
 #include "api/process_report.hpp"
-#include "numabind/report.hpp"
-#include "core/text.hpp"
 #include "api/task_planner.hpp"
-#include "hwloc/topology_cache.hpp"
-#include "core/visible.hpp"
 #include "check.hpp"
-#include "draw.hpp"
-#include "pmix_rank.hpp"
-#include "xml_probe.hpp"
 #include "core/binding_env.hpp"
+#include "core/local_rank.hpp"
+#include "core/omp.hpp"
+#include "core/text.hpp"
+#include "core/visible.hpp"
+#include "draw.hpp"
+#include "hwloc/topology_cache.hpp"
+#include "numabind/error.hpp"
+#include "numabind/hwloc_topology.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/report.hpp"
+#include "pmix_rank.hpp"
+#include "sys/binding.hpp"
+#include "xml_probe.hpp"
 
 namespace nb = numabind;
 

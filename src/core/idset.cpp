@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "numabind/error.hpp"
 #include "core/text.hpp"
+#include "numabind/error.hpp"
 
 namespace numabind {
 

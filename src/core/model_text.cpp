@@ -5,8 +5,8 @@
 #include <charconv>
 #include <vector>
 
-#include "numabind/error.hpp"
 #include "core/text.hpp"
+#include "numabind/error.hpp"
 
 namespace numabind {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "numabind/error.hpp"
 #include "core/text.hpp"
+#include "numabind/error.hpp"
 
 namespace numabind {
 

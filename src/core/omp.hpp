@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/visible.hpp"
 #include "numabind/idset.hpp"
 #include "numabind/topology.hpp"
-#include "core/visible.hpp"
 
 namespace numabind {
 

@@ -7,9 +7,9 @@
 #include <numeric>
 #include <tuple>
 
-#include "numabind/error.hpp"
 #include "core/plan_stages.hpp"
 #include "core/text.hpp"
+#include "numabind/error.hpp"
 
 namespace numabind {
 

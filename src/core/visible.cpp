@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
-#include "numabind/error.hpp"
 #include "core/local_rank.hpp"
 #include "core/text.hpp"
+#include "numabind/error.hpp"
 
 namespace numabind {
 

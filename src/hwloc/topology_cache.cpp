@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "numabind/error.hpp"
 #include "core/model_text.hpp"
+#include "numabind/error.hpp"
 
 extern char** environ;
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "numabind/idset.hpp"
-#include "numabind/topology.hpp"
 #include "numabind/plan.hpp"
+#include "numabind/topology.hpp"
 
 namespace numabind {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "sys/binding.hpp"
 #include "numabind/plan.hpp"
+#include "sys/binding.hpp"
 
 namespace numabind {
 

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <string>
 
-#include "numabind/error.hpp"
 #include "hwloc/topology_cache.hpp"
+#include "numabind/error.hpp"
 
 namespace nb = numabind;
 

@@ -4,9 +4,9 @@
 
 #include <map>
 
-#include "numabind/error.hpp"
 #include "core/local_rank.hpp"
 #include "core/visible.hpp"
+#include "numabind/error.hpp"
 #include "test_support.hpp"
 
 using namespace numabind;

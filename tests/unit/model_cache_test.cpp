@@ -12,11 +12,11 @@
 #include <fstream>
 #include <string>
 
+#include "core/model_text.hpp"
+#include "hwloc/topology_cache.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
-#include "core/model_text.hpp"
 #include "numabind/plan.hpp"
-#include "hwloc/topology_cache.hpp"
 #include "test_support.hpp"
 
 namespace nb = numabind;

@@ -6,13 +6,13 @@
 #include <map>
 #include <optional>
 
-#include "numabind/accelerators.hpp"
-#include "sys/binding.hpp"
-#include "numabind/error.hpp"
+#include "core/binding_env.hpp"
 #include "core/model_text.hpp"
+#include "numabind/accelerators.hpp"
+#include "numabind/error.hpp"
 #include "numabind/nics.hpp"
 #include "numabind/plan.hpp"
-#include "core/binding_env.hpp"
+#include "sys/binding.hpp"
 
 namespace nb = numabind;
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "numabind/error.hpp"
 #include "core/omp.hpp"
+#include "numabind/error.hpp"
 #include "numabind/plan.hpp"
 #include "test_support.hpp"
 

@@ -1,9 +1,9 @@
 // Unit tests of the SPANK plugin's option and plugstack.conf parsing (no Slurm needed).
 #include <gtest/gtest.h>
 
+#include "numabind/error.hpp"
 #include "policy/config.hpp"
 #include "policy/log_text.hpp"
-#include "numabind/error.hpp"
 
 namespace nb = numabind;
 using namespace numabind::spank;

@@ -5,9 +5,9 @@
 
 #include <numeric>
 
+#include "core/plan_stages.hpp"
 #include "numabind/error.hpp"
 #include "numabind/plan.hpp"
-#include "core/plan_stages.hpp"
 
 using namespace numabind;
 using namespace numabind::planning;
