@@ -16,7 +16,8 @@ ROOT=$PWD
 .ci/install-deps.sh
 BUILD=${NUMABIND_BUILD_DIR:-build}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target numabind-cli spank_numabind numabind_stepd numabind_shared  # + build/python
+# numabind_python_library: build/python/numabind (the package and its libnumabind.so), used below
+cmake --build "$BUILD" -j"$(nproc)" --target numabind-cli spank_numabind numabind_stepd numabind_python_library
 NB=$ROOT/$BUILD/numabind
 
 DIR=$(mktemp -d /tmp/numabind-demo.XXXXXX)
