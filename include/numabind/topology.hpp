@@ -99,4 +99,17 @@ struct AllowedSets {
 // cpuset.
 AllowedSets allowed_in(const Topology& topo, const AllowedSets& kernel, const std::string& source);
 
+// The OS CPUs of Slurm's core ids on this node (SPANK's S_STEP_ALLOC_CORES, "0-3,8"): core c
+// is the c-th core of `topo` in hwloc's logical order, package by package, with every
+// hardware thread of it — the way slurmd maps its abstract core ids to the machine's.
+// Throws Error for a malformed list or a core beyond the topology.
+IdSet cpus_of_slurm_cores(const Topology& topo, const std::string& core_list);
+
+// The CPUs a task may use: Slurm's allocation on this node where it lies inside the cpuset,
+// so that a node without a per-step cpuset (task/affinity alone, ConstrainCores=no) never
+// lends a task another job's CPUs; otherwise (the allocation read against another layout
+// than Slurm's) the cpuset the kernel enforces, and `note` says why. Memory is the cpuset's.
+AllowedSets within_allocation(const AllowedSets& kernel, const IdSet& allocated, const IdSet& node_pus,
+                              std::string& note);
+
 }  // namespace numabind

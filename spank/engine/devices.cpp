@@ -9,6 +9,15 @@ namespace numabind::spank {
 
 namespace {
 
+// Said once per step, verbose or not: the one place the plugin binds by a guess.
+std::string guessed_identity_warning(size_t unknown, const std::optional<bool>& constrained) {
+    return "which GPU each task holds cannot be told on this node (no device file known for " + std::to_string(unknown) +
+           " accelerator(s)" +
+           (constrained ? std::string(", and Slurm constrains devices") : std::string(", and Slurm's configuration is unreadable")) +
+           "): the tasks share the step's GPUs by the ownership rule, which may not be the GPU each one uses; give "
+           "the device files in plugstack device_files= (numabind topo lists them)";
+}
+
 bool any_runtime_variable(const EnvLookup& env) {
     for (const char* v : kRuntimeVariables)
         if (env(v)) return true;
@@ -92,6 +101,14 @@ TaskGpus resolve_task_gpus(const std::vector<Accelerator>& accs, const GpuFacts&
         mark_shared_view();
         return t;
     }
+    if (variable && f.devices_constrained == false) {
+        // Slurm says it does not constrain devices: its variable is the gres index.
+        std::vector<int> all(accs.size());
+        for (int i = 0; i < count; ++i) all[static_cast<size_t>(i)] = i;
+        held_rule(t, accs, all, env, resolver, "Slurm's gres index (devices not constrained by Slurm)");
+        mark_shared_view();
+        return t;
+    }
     if (step_named && variable && known_held.size() > step.size()) {
         // Opening more than the step's GPUs proves the devices are not constrained: the
         // variable is Slurm's gres index over all accelerators (PCI order when gres.conf is).
@@ -125,6 +142,11 @@ TaskGpus resolve_task_gpus(const std::vector<Accelerator>& accs, const GpuFacts&
     }
     t.per_task = false;
     t.devices = step;
+    if (step_named) {
+        const std::optional<size_t> k = variable_length(accs, env, resolver);
+        if (k && *k < step.size())
+            t.warnings.push_back(guessed_identity_warning(unknown.size(), f.devices_constrained));
+    }
     t.source = step_named ? "the step's SLURM_STEP_GPUS, shared (" + std::to_string(unknown.size()) +
                                 " accelerator device file(s) unknown)"
                           : "no device files and no step GPU list";

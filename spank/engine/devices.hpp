@@ -22,6 +22,9 @@ struct GpuFacts {
     // The step's GPUs as slurmstepd saw them before the tasks forked (SLURM_STEP_GPUS,
     // SLURM_JOB_GPUS in the batch and interactive steps): Slurm's gres indexes.
     std::optional<std::string> step_gpus;
+    // Whether Slurm keeps a task from opening GPUs not its own (TaskPlugin task/cgroup and
+    // ConstrainDevices=yes); nullopt when its configuration could not be read.
+    std::optional<bool> devices_constrained;
 };
 
 struct TaskGpus {
@@ -32,6 +35,7 @@ struct TaskGpus {
     std::vector<int> devices;  // physical indexes, the runtime's order
     std::string source;        // how they were found, for verbose and messages
     std::vector<std::string> warnings;
+    std::optional<std::vector<int>> opened;  // the accelerators the task can open (known files only)
 };
 
 // The rule (docs/SITE.md, "Which GPUs a task holds"):
@@ -43,9 +47,13 @@ struct TaskGpus {
 //    step has GPUs, devices are not constrained and the variable is Slurm's gres index over
 //    all accelerators; with one file unknown, the variable's length tells whether that GPU
 //    is among the task's (it then counts over the known ones it opens plus that one).
+//  - files unknown and Slurm does not constrain devices (its slurm.conf and cgroup.conf say
+//    so): the variable is Slurm's gres index over all accelerators.
 //  - otherwise (no file known, or several unknown): Slurm's per-task variables are local
 //    indexes that say nothing about which GPU a task has (a v1 device cgroup reads
-//    "a *:* rwm" even when it denies devices), so the tasks share the step's list.
+//    "a *:* rwm" even when it denies devices), so the tasks share the step's list; where a
+//    task's variable names fewer GPUs than the step has, a warning says the identity is a
+//    guess and how to give it (device_files=).
 // A task that sees as many GPUs as the step has is given the step's list to share
 // (per_task false). A step is a GPU step when Slurm named GPUs for it, a runtime variable is
 // set, or the task can open only some of the (all known) accelerators. Throws UsageError for

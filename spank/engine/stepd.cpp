@@ -17,6 +17,7 @@
 #include "core/text.hpp"
 #include "core/visible.hpp"
 #include "devices.hpp"
+#include "slurm_facts.hpp"
 #include "hwloc/topology_cache.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
@@ -73,6 +74,7 @@ int give_up(spank_t sp, State& st, const std::string& who, const std::string& wh
 TaskGpus own_gpus(spank_t sp, const State& st) {
     GpuFacts facts;
     facts.step_gpus = st.step_gpus;
+    facts.devices_constrained = st.devices_constrained;
     std::vector<int> held, unknown;
     for (size_t i = 0; i < st.device_files.size(); ++i) {
         const int idx = static_cast<int>(i);
@@ -97,7 +99,9 @@ TaskGpus own_gpus(spank_t sp, const State& st) {
         if (!nvml) nvml = nvml_uuid_resolver();
         return nvml(uuid);
     };
-    return resolve_task_gpus(st.accelerators, facts, env, lazy);
+    TaskGpus t = resolve_task_gpus(st.accelerators, facts, env, lazy);
+    t.opened = facts.held;
+    return t;
 }
 
 std::vector<int> ranks_in(const std::vector<Published>& all, Published::State state) {
@@ -137,22 +141,75 @@ NodePlan plan_from(const State& st, const std::vector<Published>& all, const All
     return plan_node(st.model, st.accelerators, req);
 }
 
+std::vector<std::string> plan_warnings(const NodePlan& plan) {
+    std::vector<std::string> out = plan.warnings;
+    for (const TaskPlan& t : plan.tasks) out.insert(out.end(), t.warnings.begin(), t.warnings.end());
+    return out;
+}
+
+// The tasks that published in time, planned without the late ones, in local rank order
+// (TaskPlan::local_rank is each one's rank in `all`): a guess about a late task's GPUs (a
+// stand-in on another NUMA node) must never make the on-time tasks' plan infeasible.
+std::vector<TaskPlan> plan_on_time(const State& st, const std::vector<Published>& all, const AllowedSets& allowed) {
+    std::vector<Published> on_time;
+    std::vector<int> ranks;
+    for (size_t q = 0; q < all.size(); ++q) {
+        if (all[q].state == Published::State::Late) continue;
+        on_time.push_back(all[q]);
+        ranks.push_back(static_cast<int>(q));
+    }
+    if (on_time.empty()) return {};
+    std::vector<TaskPlan> out = plan_from(st, on_time, allowed, static_cast<int>(on_time.size())).tasks;
+    for (size_t i = 0; i < out.size(); ++i) out[i].local_rank = ranks[i];
+    return out;
+}
+
+// The node planned with every task, late ones on stand-ins; where that is infeasible, the
+// on-time tasks alone (a late task then has no entry).
+std::vector<TaskPlan> plan_with_late(const State& st, const std::vector<Published>& all, const AllowedSets& allowed,
+                                     std::vector<std::string>& warnings) {
+    try {
+        NodePlan plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
+        warnings = plan_warnings(plan);
+        return plan.tasks;
+    } catch (const Error&) {
+        if (ranks_in(all, Published::State::Late).empty()) throw;
+        return plan_on_time(st, all, allowed);
+    }
+}
+
+const TaskPlan* entry_of(const std::vector<TaskPlan>& tasks, int rank) {
+    for (const TaskPlan& t : tasks)
+        if (t.local_rank == rank) return &t;
+    return nullptr;
+}
+
 // A task that missed the exchange: the others planned it on GPUs nobody holds and bound
 // themselves. It binds to the GPUs it can open, on CPUs none of them uses where the mode
 // is exclusive; with other late tasks, only within its own share of their plan.
 TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Published& mine, const AllowedSets& allowed,
                         int rank, std::vector<std::string>& notes) {
-    const NodePlan others_plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
-    TaskPlan stand_in = others_plan.tasks.at(static_cast<size_t>(rank));
-    if (mine.state != Published::State::Devices || mine.devices.empty()) return stand_in;
+    std::vector<std::string> unused;
+    const std::vector<TaskPlan> others_plan = plan_with_late(st, all, allowed, unused);
+    const TaskPlan* stand_in_entry = entry_of(others_plan, rank);
+    if (mine.state != Published::State::Devices || mine.devices.empty()) {
+        if (!stand_in_entry) throw Error("this task reported no GPU in time and the others' plan has no room for it");
+        return *stand_in_entry;
+    }
     all[static_cast<size_t>(rank)] = mine;
-    NodePlan own_plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
-    TaskPlan own = own_plan.tasks.at(static_cast<size_t>(rank));
+    TaskPlan own;
+    try {
+        own = plan_from(st, all, allowed, static_cast<int>(all.size())).tasks.at(static_cast<size_t>(rank));
+    } catch (const Error&) {
+        own = plan_from(st, {mine}, allowed, 1).tasks.at(0);  // its own GPUs, alone
+        own.local_rank = rank;
+    }
+    const TaskPlan stand_in = stand_in_entry ? *stand_in_entry : own;
     const bool exclusive = st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex;
     if (exclusive) {
         IdSet used;
-        for (size_t q = 0; q < others_plan.tasks.size(); ++q)
-            if (static_cast<int>(q) != rank) used |= others_plan.tasks[q].cpus;
+        for (const TaskPlan& q : others_plan)
+            if (q.local_rank != rank) used |= q.cpus;
         own.cpus = own.cpus - used;
         if (!ranks_in(all, Published::State::Late).empty()) own.cpus &= stand_in.cpus | (allowed.cpus - used);
         if (own.cpus.empty()) {
@@ -173,11 +230,6 @@ void say_once(State& st, const std::vector<std::string>& lines) {
         if (st.said.first(w)) task_stderr("warning: " + node_label(st) + ": " + w);
 }
 
-std::vector<std::string> plan_warnings(const NodePlan& plan) {
-    std::vector<std::string> out = plan.warnings;
-    for (const TaskPlan& t : plan.tasks) out.insert(out.end(), t.warnings.begin(), t.warnings.end());
-    return out;
-}
 
 // Whether this task's CPUs depend on the other local tasks' GPUs. Exclusive modes keep
 // sets disjoint, so they do; in node and socket modes a task that holds GPUs of its own, or
@@ -207,7 +259,8 @@ TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& a
 
 // device_files= entry `i`, checked against accelerator `i`; "" when the file does not exist
 // (that GPU is then found without it, as a step note says).
-std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int& unverified) {
+std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int& unverified,
+                               std::vector<std::string>& missing) {
     std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
     const DeviceFileCheck check = check_device_file(f, acc.pci);
     const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
@@ -218,7 +271,7 @@ std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int&
             throw Error(entry + " is not that accelerator's device file: " + check.detail +
                         "; list the files in accelerator (PCI) order (numabind topo lists them)");
         case DeviceFileVerdict::Missing:
-            st.notes.push_back(entry + " does not exist; that GPU is found without it");
+            missing.push_back(entry);
             f.clear();
             break;
         case DeviceFileVerdict::Unverifiable: ++unverified; break;
@@ -239,8 +292,16 @@ std::vector<std::string> device_files_for(State& st, const std::vector<Accelerat
         throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
                     " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
     int unverified = 0;
-    for (size_t i = 0; i < accs.size(); ++i) files.push_back(listed_device_file(st, i, accs[i], unverified));
-    if (unverified && st.decision.verbose)
+    std::vector<std::string> missing;  // in entry order: one line, the same in every step
+    for (size_t i = 0; i < accs.size(); ++i) files.push_back(listed_device_file(st, i, accs[i], unverified, missing));
+    if (!missing.empty()) {
+        std::string line;
+        for (const std::string& m : missing) line += (line.empty() ? "" : "; ") + m;
+        st.notes.push_back(line + (missing.size() == 1 ? " does not exist; that GPU is" : ": none exists; those GPUs are") +
+                           " found without it");
+    }
+    // A list that cannot be checked binds by its order alone: said in every step, not only with verbose.
+    if (unverified)
         st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
                            " cannot be checked against the accelerators (no driver information or sysfs "
                            "entry for their device numbers); trusted as listed");
@@ -265,6 +326,7 @@ void load_step_model(State& st) {
     st.device_files = std::move(files);
     st.model = std::move(loaded.model);
     st.model_source = std::move(loaded.source);
+    use_slurm_device_files(st);
     st.active = true;  // only now: task_init never meets an active step without a topology
 }
 
@@ -280,6 +342,9 @@ int stepd_prepare(spank_t sp) {
     st.model = Topology{};
     st.accelerators.clear();
     st.device_files.clear();
+    st.gres_device_files = false;
+    st.devices_constrained.reset();
+    st.allocated = IdSet{};
     st.share.destroy();
 
     uint32_t ntasks = 0;
@@ -292,6 +357,7 @@ int stepd_prepare(spank_t sp) {
     const auto t0 = Clock::now();
     try {
         load_step_model(st);
+        st.allocated = allocated_cpus(sp, st);
     } catch (const std::exception& e) {
         st.model = Topology{};
         st.accelerators.clear();
@@ -351,6 +417,7 @@ struct TaskFacts {
     std::string gpus_error;  // this task's alone
     AllowedSets allowed;
     std::string allowed_error;  // the step's cpuset: the same in every task
+    std::string allowed_note;   // why Slurm's allocation was not used (the same in every task)
     Published published;        // what the other local tasks learn of this one
     Clock::time_point start, read;
 };
@@ -368,8 +435,10 @@ TaskFacts read_task_facts(spank_t sp, const State& st) {
     }
     // The step's cpuset as this task sees it: the others' sets are not needed for it, so it is
     // read before waiting, off the path that the last-arriving task sets for everyone.
-    f.allowed_error = failure_of([&] {  // the step's cpuset, not Slurm's affinity
-        f.allowed = allowed_in(st.model, kernel_allowed(), st.model_source);
+    f.allowed_error = failure_of([&] {  // the step's cpuset and Slurm's allocation, not Slurm's affinity
+        AllowedSets kernel = kernel_allowed();
+        if (!st.allocated.empty()) kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), f.allowed_note);
+        f.allowed = allowed_in(st.model, kernel, st.model_source);
     });
     f.read = Clock::now();
     return f;
@@ -432,10 +501,10 @@ Planned plan_this_task(State& st, const TaskFacts& f, const Exchange& ex) {
     if (!ex.done) {
         out.task = plan_alone(st, f.published, f.allowed, ntasks, f.id.rank, warnings);
     } else {
-        NodePlan plan = plan_from(st, ex.all, f.allowed, ntasks);
-        warnings = plan_warnings(plan);
-        out.task = ex.in_time ? plan.tasks.at(static_cast<size_t>(f.id.rank))
-                              : late_task_plan(st, ex.all, f.published, f.allowed, f.id.rank, out.notes);
+        const std::vector<TaskPlan> tasks = plan_with_late(st, ex.all, f.allowed, warnings);
+        const TaskPlan* mine = entry_of(tasks, f.id.rank);
+        if (ex.in_time && !mine) throw Error("internal error: no plan for local task " + std::to_string(f.id.rank));
+        out.task = ex.in_time ? *mine : late_task_plan(st, ex.all, f.published, f.allowed, f.id.rank, out.notes);
     }
     say_once(st, warnings);
     // The device pointer must outlive `plan`: point it into our own accelerator list.
@@ -471,6 +540,7 @@ Stop check_bound(spank_t sp, State& st, const std::string& who, const ApplyResul
 // (a variable's UUID no driver resolves, a policy the kernel lacks) once per step.
 void say_task_warnings(State& st, const TaskFacts& f, const Planned& planned, const ApplyResult& applied) {
     for (const std::string& n : planned.notes) task_stderr("warning: " + f.who + ": " + n);
+    if (!f.allowed_note.empty()) say_once(st, {f.allowed_note});
     say_once(st, f.gpus.warnings);
     say_once(st, applied.warnings);
 }
@@ -513,7 +583,8 @@ std::string verbose_line(const State& st, const TaskFacts& f, const Exchange& ex
     if (!omp_line.empty()) line += "; " + omp_line;
     if (st.decision.detail) {
         const auto end = Clock::now();
-        line += "; GPUs from " + f.gpus.source + " (held " + join_ints(f.gpus.devices, ",", "-") + "); took " +
+        const std::string opens = f.gpus.opened ? join_ints(*f.gpus.opened, ",", "-") : std::string("unknown");
+        line += "; GPUs from " + f.gpus.source + " (held " + (opens.empty() ? std::string("none") : opens) + "); took " +
                 us_between(f.start, end) + " us (gpus and cpuset " + us_between(f.start, f.read) + ", wait " +
                 us_between(f.read, ex.at) + ", plan " + us_between(ex.at, planned.at) + ", bind " +
                 us_between(planned.at, end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +

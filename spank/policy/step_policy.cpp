@@ -92,6 +92,18 @@ std::string normalise_bind_value(const std::string& value) {
     return out;
 }
 
+bool selects_binding(const std::string& value) {
+    size_t start = 0;
+    while (start <= value.size()) {
+        size_t end = value.find(',', start);
+        if (end == std::string::npos) end = value.size();
+        std::string item = normalise_bind_value(value.substr(start, end - start));
+        if (!item.empty() && item != "verbose" && item != "v" && item != "quiet" && item != "q") return true;
+        start = end + 1;
+    }
+    return false;
+}
+
 bool typed_not_inherited(const std::optional<std::string>& step_value, const std::optional<std::string>& inherited) {
     if (!step_value) return false;
     if (!inherited) return true;

@@ -76,6 +76,10 @@ bool is_shell_program(const std::string& argv0, const std::optional<std::string>
 // (e.g. "quiet,mask_cpu:0x1") into every task, srun reads it as input and slurmstepd then sees
 // "quiet,mask_cpu:1". Equal after normalising (case, 0x prefixes) means "not typed".
 std::string normalise_bind_value(const std::string& value);
+
+// Whether a --cpu-bind/--mem-bind value (or SLURM_CPU_BIND/SLURM_MEM_BIND) asks for a binding:
+// one whose items are only verbose/quiet (v, q) selects none, so it leaves a site default on.
+bool selects_binding(const std::string& value);
 bool typed_not_inherited(const std::optional<std::string>& step_value, const std::optional<std::string>& inherited);
 
 }  // namespace numabind::spank

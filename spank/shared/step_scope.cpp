@@ -64,8 +64,10 @@ StepFacts read_step_facts(spank_t sp) {
     // --hint=nomultithread arrives as a "threads" binding with SLURM_THREADS_PER_CORE=1.
     f.hint_nomultithread = job_getenv(sp, "SLURM_THREADS_PER_CORE").value_or("") == "1";
     const bool from_hint = f.hint_nomultithread && job_getenv(sp, "SLURM_CPU_BIND_TYPE").value_or("") == "threads";
-    f.user_cpu_bind = !from_hint && typed_not_inherited(cpu_bind, job_getenv(sp, kInheritedCpuBind));
-    f.user_mem_bind = typed_not_inherited(job_getenv(sp, "SLURM_MEM_BIND"), job_getenv(sp, kInheritedMemBind));
+    f.user_cpu_bind = !from_hint && typed_not_inherited(cpu_bind, job_getenv(sp, kInheritedCpuBind)) &&
+                      selects_binding(*cpu_bind);
+    const auto mem_bind = job_getenv(sp, "SLURM_MEM_BIND");
+    f.user_mem_bind = typed_not_inherited(mem_bind, job_getenv(sp, kInheritedMemBind)) && selects_binding(*mem_bind);
     f.has_gpus = set_and_nonempty(job_getenv(sp, job_level(f.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS"));
     for (const char* v : kRuntimeVariables)
         f.has_gpus = f.has_gpus || job_getenv(sp, v).has_value();
@@ -78,6 +80,9 @@ void clear_markers(spank_t sp) {
 }
 
 void clear_variables(spank_t sp, bool mode_none) {
+    // numabind's own UCX_NET_DEVICES (equal to its marker) goes with the marker; a user's stays.
+    if (ucx_is_numabinds(job_getenv(sp, "UCX_NET_DEVICES"), job_getenv(sp, kUcxMarker)))
+        spank_unsetenv(sp, "UCX_NET_DEVICES");
     for (const char* v : kExportedVariables) spank_unsetenv(sp, v);
     clear_markers(sp);
     if (mode_none) spank_setenv(sp, kEnvMode, "none", 1);

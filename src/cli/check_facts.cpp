@@ -32,38 +32,8 @@ std::vector<std::string> lines_of(const std::string& text) {
     return out;
 }
 
-// Splits at commas outside brackets: "n[1-2],gpu01" -> "n[1-2]", "gpu01".
-std::vector<std::string> split_top_level(const std::string& text) {
-    std::vector<std::string> out;
-    std::string cur;
-    int depth = 0;
-    for (char c : text) {
-        if (c == '[') ++depth;
-        if (c == ']') --depth;
-        if (c == ',' && depth == 0) {
-            out.push_back(cur);
-            cur.clear();
-        } else {
-            cur += c;
-        }
-    }
-    out.push_back(cur);
-    return out;
-}
-
 bool all_digits(const std::string& s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
-// "Key=Value" words of one line; keys in lower case.
-std::vector<std::pair<std::string, std::string>> settings_of(const std::string& line) {
-    std::vector<std::pair<std::string, std::string>> out;
-    for (const std::string& w : words_of(line)) {
-        const size_t eq = w.find('=');
-        if (eq == std::string::npos) continue;
-        out.emplace_back(lower(w.substr(0, eq)), w.substr(eq + 1));
-    }
-    return out;
 }
 
 }  // namespace
@@ -114,14 +84,6 @@ nlohmann::ordered_json rows_to_json(const std::vector<Row>& rows) {
             {"exit_status", exit_status(rows)}};
 }
 
-std::vector<std::string> words_of(const std::string& line) {
-    std::istringstream in(line.substr(0, line.find('#')));
-    std::vector<std::string> out;
-    std::string w;
-    while (in >> w) out.push_back(w);
-    return out;
-}
-
 PlugstackLine parse_plugstack_line(const std::string& line) {
     std::vector<std::string> w = words_of(line);
     if (w.empty()) throw UsageError("empty plugstack line (expected: required|optional PLUGIN [ARG...])");
@@ -133,25 +95,6 @@ PlugstackLine parse_plugstack_line(const std::string& line) {
     p.plugin = w[1];
     p.args.assign(w.begin() + 2, w.end());
     return p;
-}
-
-std::map<std::string, std::string> parse_key_values(const std::string& text) {
-    std::map<std::string, std::string> out;
-    for (const std::string& line : lines_of(text)) {
-        const auto settings = settings_of(line);
-        if (settings.empty()) continue;
-        const std::string& first = settings.front().first;
-        if (first == "nodename" || first == "partitionname" || first == "nodeset" || first == "frontendname" ||
-            first == "downnodes" || first == "switchname")
-            continue;
-        for (const auto& [k, v] : settings) out[k] = v;
-    }
-    return out;
-}
-
-bool is_yes(const std::string& value) {
-    const std::string v = lower(value);
-    return v == "yes" || v == "true" || v == "1";
 }
 
 Row task_plugin_row(const std::optional<std::string>& task_plugin) {
@@ -171,58 +114,6 @@ Row task_plugin_row(const std::optional<std::string>& task_plugin) {
                          : ": no cpuset per step; numabind plans on every CPU of the node";
     r.fix = "TaskPlugin=task/cgroup,task/affinity in slurm.conf, ConstrainCores=yes in cgroup.conf";
     return r;
-}
-
-std::vector<std::string> expand_brackets(const std::string& pattern) {
-    const size_t open = pattern.find('[');
-    if (open == std::string::npos) return {pattern};
-    const size_t close = pattern.find(']', open);
-    if (close == std::string::npos) throw UsageError("unbalanced '[' in '" + pattern + "'");
-    const std::string head = pattern.substr(0, open);
-    const std::vector<std::string> tails = expand_brackets(pattern.substr(close + 1));
-    std::vector<std::string> out;
-    std::istringstream items(pattern.substr(open + 1, close - open - 1));
-    std::string item;
-    while (std::getline(items, item, ',')) {
-        const size_t dash = item.find('-');
-        const std::string a = item.substr(0, dash);
-        const std::string b = dash == std::string::npos ? a : item.substr(dash + 1);
-        if (!all_digits(a) || !all_digits(b) || a.size() > 7 || b.size() > 7)
-            throw UsageError("bad range '" + item + "' in '" + pattern + "' (expected N or N-M)");
-        const long first = std::stol(a), last = std::stol(b);
-        if (last < first || last - first > 4096) throw UsageError("bad range '" + item + "' in '" + pattern + "'");
-        for (long i = first; i <= last; ++i) {
-            std::string n = std::to_string(i);
-            if (n.size() < a.size()) n = std::string(a.size() - n.size(), '0') + n;  // keep "00-07" widths
-            for (const std::string& t : tails) out.push_back(head + n + t);
-        }
-    }
-    return out;
-}
-
-GresGpus parse_gres_conf(const std::string& text, const std::string& node) {
-    GresGpus g;
-    for (const std::string& line : lines_of(text)) {
-        const auto settings = settings_of(line);
-        if (settings.empty()) continue;
-        std::map<std::string, std::string> s(settings.begin(), settings.end());
-        if (auto it = s.find("nodename"); it != s.end()) {
-            bool mine = false;
-            for (const std::string& part : split_top_level(it->second))
-                for (const std::string& n : expand_brackets(part)) mine = mine || n == node;
-            if (!mine) continue;
-        }
-        if (auto it = s.find("autodetect"); it != s.end()) {
-            g.autodetect_value = it->second;
-            g.autodetect = lower(it->second) != "off" && !it->second.empty();
-        }
-        auto name = s.find("name");
-        auto file = s.find("file");
-        if (name == s.end() || lower(name->second) != "gpu" || file == s.end()) continue;
-        for (const std::string& part : split_top_level(file->second))
-            for (const std::string& f : expand_brackets(part)) g.files.push_back(f);
-    }
-    return g;
 }
 
 OrderCheck pci_order(const std::vector<std::string>& pci) {

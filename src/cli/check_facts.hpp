@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "policy/slurm_conf.hpp"
+
 namespace numabind::check {
 
 enum class Status { Ok, Warn, Fail };
@@ -41,31 +43,18 @@ struct PlugstackLine {
 // Throws UsageError for an empty line, a first word other than required/optional, or a
 // missing plugin path.
 PlugstackLine parse_plugstack_line(const std::string& line);
-// The words of a line without its comment ("#" to the end), blank-separated.
-std::vector<std::string> words_of(const std::string& line);
 
-// ---- slurm.conf-style files ----
-// "Key=Value" settings of a slurm.conf or cgroup.conf text, keys in lower case, the last
-// one winning (Slurm's own rule); comments and NodeName/PartitionName lines are skipped.
-std::map<std::string, std::string> parse_key_values(const std::string& text);
-bool is_yes(const std::string& value);  // yes/true/1, any case
+// ---- slurm.conf-style files: read by the plugin's own rules (spank/policy/slurm_conf.hpp) ----
+using spank::devices_constrained;
+using spank::expand_brackets;
+using spank::GresGpus;
+using spank::is_yes;
+using spank::parse_gres_conf;
+using spank::parse_key_values;
+using spank::words_of;
 
 // TaskPlugin=task/cgroup,task/affinity: what it means for numabind.
 Row task_plugin_row(const std::optional<std::string>& task_plugin);
-
-// Slurm's bracket ranges in one name: "/dev/nvidia[0-3,5]" -> /dev/nvidia0..3, /dev/nvidia5;
-// "nvidia[00-01]" keeps the width. Throws UsageError on a malformed range.
-std::vector<std::string> expand_brackets(const std::string& pattern);
-
-// What gres.conf says about GPUs on one node.
-struct GresGpus {
-    bool autodetect = false;           // AutoDetect=nvml|rsmi|oneapi|nrt: Slurm finds them (PCI order)
-    std::string autodetect_value;
-    std::vector<std::string> files;    // File= of Name=gpu lines for this node, in gres index order
-};
-// Lines with NodeName= apply when `node` is one of its names (brackets expanded); a line
-// without NodeName= applies everywhere.
-GresGpus parse_gres_conf(const std::string& text, const std::string& node);
 
 // Whether PCI addresses (gres index order) are ascending; the first pair out of order.
 struct OrderCheck {

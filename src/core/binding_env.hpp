@@ -48,6 +48,12 @@ void export_binding_env(Mode mode, const TaskPlan& task, Setter&& set) {
     set(kEnvDevicePci, task.device ? task.device->pci : std::string());
 }
 
+// Whether UCX_NET_DEVICES is the value numabind set itself (equal to its marker): an unbound
+// step removes it with the marker, so that it never reads as the user's own later.
+inline bool ucx_is_numabinds(const std::optional<std::string>& current, const std::optional<std::string>& marker) {
+    return current && marker && *current == *marker;
+}
+
 // NUMABIND_NICS: the task's nearest fabric NICs ("mlx5_0,mlx5_1"), removed when it has none.
 // With `ucx` (opt-in) also UCX_NET_DEVICES ("mlx5_0:1,mlx5_1:1") and its marker, unless the
 // user has set it or there is no NIC to name; one numabind set before is replaced or removed.

@@ -65,4 +65,29 @@ AllowedSets allowed_in(const Topology& topo, const AllowedSets& kernel, const st
     return out;
 }
 
+IdSet cpus_of_slurm_cores(const Topology& topo, const std::string& core_list) {
+    const IdSet cores = IdSet::parse(core_list);
+    if (cores.empty()) throw Error("Slurm's core list '" + core_list + "' is empty");
+    if (cores.last() >= static_cast<int>(topo.cores.size()))
+        throw Error("Slurm's core list " + cores.to_string() + " names core " + std::to_string(cores.last()) +
+                    " but the topology has " + std::to_string(topo.cores.size()) + " cores");
+    IdSet cpus;
+    for (int c : cores.ids()) cpus |= topo.cores[static_cast<size_t>(c)].pus;
+    return cpus;
+}
+
+AllowedSets within_allocation(const AllowedSets& kernel, const IdSet& allocated, const IdSet& node_pus,
+                              std::string& note) {
+    if (!allocated.empty() && allocated.is_subset_of(kernel.cpus)) return {allocated, kernel.mems};
+    const bool cpuset_constrains = (node_pus - kernel.cpus) != IdSet{};
+    const IdSet inside = allocated & kernel.cpus;
+    if (cpuset_constrains || inside.empty()) {
+        note = "Slurm's CPU allocation on this node (CPUs " + allocated.to_string() + ") is not inside the cpuset (" +
+               kernel.cpus.to_string() + "); the cpuset is used";
+        return kernel;
+    }
+    // No cpuset: the allocation's CPUs the kernel has online.
+    return {inside, kernel.mems};
+}
+
 }  // namespace numabind

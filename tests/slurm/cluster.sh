@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/slurm/cluster.sh — a private, throw-away Slurm cluster on this machine (as root).
 #
-#   cluster.sh start DIR [--nodes 1|2] [--plugstack FILE] [--cgroup] [--constrain-devices]
+#   cluster.sh start DIR [--nodes 1|2] [--plugstack FILE] [--cgroup] [--constrain-devices] [--no-constrain-cores]
 #                        [--gpus N] [--node-gpus NODE:N] [--gres-order I,J,...] [--oversubscribe]
 #                        [--port-base P] [--debug LEVEL] [--conf 'Key=Value']...
 #                        [--slurmd-env NODE:VAR=VALUE]...
@@ -27,6 +27,7 @@
 # index then differs from the file's number, as with a hand-written gres.conf not in PCI
 # order). --constrain-devices implies --cgroup and sets ConstrainDevices=yes (task/cgroup's
 # device cgroup: a task can open only its GPUs' files; open() of the others fails EPERM).
+# --no-constrain-cores implies --cgroup with ConstrainCores=no (no cpuset per job or step).
 # The port base defaults to a free block in 20000-31999 derived from $$ (below the kernel's
 # ephemeral range); FirstJobId is derived from it so two clusters never share job ids
 # (which would collide in cgroup paths). DIR/plugstack.conf may be rewritten between srun
@@ -109,7 +110,7 @@ cmd_start() {
   [ $# -ge 1 ] || usage
   local dir=$1; shift
   local nodes=1 plugstack="" cgroup=0 constrain_devices=no gpus=2 port_base="${NUMABIND_SLURM_PORT_BASE:-}" debug=info
-  local gres_order="" oversubscribe=0
+  local gres_order="" oversubscribe=0 constrain_cores=yes
   local -a extra_conf=() slurmd_env=() node_gpus=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -122,6 +123,7 @@ cmd_start() {
       --node-gpus) node_gpus+=("$2"); shift 2 ;;
       --node-gpus=*) node_gpus+=("${1#*=}"); shift ;;
       --oversubscribe) oversubscribe=1; shift ;;
+      --no-constrain-cores) cgroup=1; constrain_cores=no; shift ;;
       --gres-order) gres_order=$2; shift 2 ;;
       --gres-order=*) gres_order=${1#*=}; shift ;;
       --gpus) gpus=$2; shift 2 ;;
@@ -293,7 +295,7 @@ cmd_start() {
     cat >"$dir/cgroup.conf" <<EOF
 CgroupPlugin=autodetect
 CgroupMountpoint=/sys/fs/cgroup
-ConstrainCores=yes
+ConstrainCores=$constrain_cores
 ConstrainRAMSpace=no
 ConstrainSwapSpace=no
 ConstrainDevices=$constrain_devices

@@ -155,3 +155,21 @@ TEST(DrawStyle, EachTaskOneColourSharedObjectsGrey) {
     EXPECT_NE(s.legend[0].find("task 0, CPUs 0-1, GPU 0 (0000:07:00.0)"), std::string::npos) << s.legend[0];
     EXPECT_NE(s.legend[3].find("more than one task"), std::string::npos);
 }
+
+// The plugin and check read Slurm's device constraint the same way: task/cgroup in
+// TaskPlugin and ConstrainDevices=yes, Slurm's default no; unknown without slurm.conf.
+TEST(SlurmConf, DevicesConstrainedNeedsTaskCgroupAndConstrainDevices) {
+    const std::string cgroup_yes = "CgroupPlugin=autodetect\nConstrainDevices=yes\n";
+    EXPECT_EQ(devices_constrained(std::string("TaskPlugin=task/cgroup,task/affinity\n"), cgroup_yes), true);
+    EXPECT_EQ(devices_constrained(std::string("TaskPlugin=task/affinity\n"), cgroup_yes), false);
+    EXPECT_EQ(devices_constrained(std::string("TaskPlugin=task/cgroup\n"), std::string("ConstrainDevices=no\n")), false);
+    EXPECT_EQ(devices_constrained(std::string("TaskPlugin=task/cgroup\n"), std::string("ConstrainCores=yes\n")), false);
+    EXPECT_EQ(devices_constrained(std::string("TaskPlugin=task/cgroup\n"), std::nullopt), false);
+    EXPECT_EQ(devices_constrained(std::nullopt, cgroup_yes), std::nullopt);
+}
+
+TEST(SlurmConf, TheDirectoryOfSlurmConf) {
+    EXPECT_EQ(numabind::spank::slurm_conf_dir(std::nullopt), "/etc/slurm");
+    EXPECT_EQ(numabind::spank::slurm_conf_dir(std::string("/run/slurm/conf/slurm.conf")), "/run/slurm/conf");
+    EXPECT_EQ(numabind::spank::slurm_conf_dir(std::string("")), "/etc/slurm");
+}

@@ -113,3 +113,11 @@ TEST(StatusField, WholeFieldNamesAtALineStart) {
     EXPECT_EQ(nb::status_field(status, "allowed_list"), "");  // whole names only, at a line's start
     EXPECT_EQ(nb::status_field("Mems_allowed_list:  2,3", "Mems_allowed_list"), "2,3");  // no final newline
 }
+
+// An unbound step removes numabind's own UCX_NET_DEVICES with its marker; a user's stays.
+TEST(UcxMarker, OnlyAValueEqualToTheMarkerIsNumabinds) {
+    EXPECT_TRUE(nb::ucx_is_numabinds(std::string("mlx5_1:1"), std::string("mlx5_1:1")));
+    EXPECT_FALSE(nb::ucx_is_numabinds(std::string("mlx5_0:1"), std::string("mlx5_1:1")));
+    EXPECT_FALSE(nb::ucx_is_numabinds(std::string("mlx5_0:1"), std::nullopt));
+    EXPECT_FALSE(nb::ucx_is_numabinds(std::nullopt, std::string("mlx5_1:1")));
+}

@@ -217,3 +217,37 @@ TEST(NodeDevicesRule, OneOnTimeListIsNotTheStepsList) {
     std::vector<Published> same = {{Published::State::Devices, true, {0}}, {Published::State::Devices, true, {0}}};
     EXPECT_EQ(combine_node_devices(4, same).shared, std::vector<int>{0});
 }
+
+// No device file known, Slurm's configuration says it does not constrain devices
+// (ConstrainDevices=no or no task/cgroup): the variable is the gres index, --gpu-bind maps
+// included (map_gpu:2,0 gives task 0 CUDA_VISIBLE_DEVICES=2).
+TEST(TaskGpus, UnconstrainedBySlurmTheVariableIsTheGresIndex) {
+    GpuFacts f;  // no file known
+    f.step_gpus = "0,1,2,3";
+    f.devices_constrained = false;
+    TaskGpus t = resolve(f, {{"CUDA_VISIBLE_DEVICES", "2"}});
+    EXPECT_EQ(t.devices, std::vector<int>{2});
+    EXPECT_TRUE(t.per_task);
+    EXPECT_TRUE(t.warnings.empty());
+    EXPECT_EQ(resolve(f, {{"CUDA_VISIBLE_DEVICES", "0"}}).devices, std::vector<int>{0});
+    // the whole step: a shared view, as with device files
+    EXPECT_FALSE(resolve(f, {{"CUDA_VISIBLE_DEVICES", "0,1,2,3"}}).per_task);
+}
+
+// No device file, devices constrained (or Slurm's configuration unreadable), a task's
+// variable narrower than the step: the tasks share the step's list, and a warning says it is a
+// guess and names device_files=. A task that sees the whole step is no guess.
+TEST(TaskGpus, AnUnknowableIdentityIsSaidToBeAGuess) {
+    for (std::optional<bool> constrained : {std::optional<bool>(true), std::optional<bool>()}) {
+        GpuFacts f;
+        f.step_gpus = "0,1,2,3";
+        f.devices_constrained = constrained;
+        TaskGpus t = resolve(f, {{"CUDA_VISIBLE_DEVICES", "0"}});
+        EXPECT_FALSE(t.per_task);
+        EXPECT_EQ(t.devices, (std::vector<int>{0, 1, 2, 3}));
+        ASSERT_EQ(t.warnings.size(), 1u);
+        EXPECT_NE(t.warnings[0].find("device_files="), std::string::npos) << t.warnings[0];
+        EXPECT_TRUE(resolve(f, {{"CUDA_VISIBLE_DEVICES", "0,1,2,3"}}).warnings.empty());
+        EXPECT_TRUE(resolve(f).warnings.empty());
+    }
+}

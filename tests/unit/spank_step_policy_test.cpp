@@ -167,3 +167,12 @@ TEST(StepPolicy, UcxFromOptionOrSite) {
     EXPECT_FALSE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true, "node,ucx=no")).ucx);
     EXPECT_TRUE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true, "node")).ucx);
 }
+
+// --cpu-bind=verbose (or quiet) alone asks for no binding: the site default stays, the same
+// as the value arriving through SLURM_CPU_BIND.
+TEST(StepPolicy, VerboseOrQuietAloneSelectsNoBinding) {
+    for (const char* v : {"verbose", "quiet", "v", "q", "VERBOSE", "quiet,verbose", "verbose,"})
+        EXPECT_FALSE(selects_binding(v)) << v;
+    for (const char* v : {"none", "cores", "verbose,cores", "quiet,mask_cpu:0x1", "local", "verbose,map_mem:0"})
+        EXPECT_TRUE(selects_binding(v)) << v;
+}

@@ -1,0 +1,161 @@
+// Slurm's configuration files as numabind reads them (see slurm_conf.hpp).
+#include "slurm_conf.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "numabind/error.hpp"
+
+namespace numabind::spank {
+
+namespace {
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(line);
+    return out;
+}
+
+// Splits at commas outside brackets: "n[1-2],gpu01" -> "n[1-2]", "gpu01".
+std::vector<std::string> split_top_level(const std::string& text) {
+    std::vector<std::string> out;
+    std::string cur;
+    int depth = 0;
+    for (char c : text) {
+        if (c == '[') ++depth;
+        if (c == ']') --depth;
+        if (c == ',' && depth == 0) {
+            out.push_back(cur);
+            cur.clear();
+        } else {
+            cur += c;
+        }
+    }
+    out.push_back(cur);
+    return out;
+}
+
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// "Key=Value" words of one line; keys in lower case.
+std::vector<std::pair<std::string, std::string>> settings_of(const std::string& line) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& w : words_of(line)) {
+        const size_t eq = w.find('=');
+        if (eq == std::string::npos) continue;
+        out.emplace_back(lower(w.substr(0, eq)), w.substr(eq + 1));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> words_of(const std::string& line) {
+    std::istringstream in(line.substr(0, line.find('#')));
+    std::vector<std::string> out;
+    std::string w;
+    while (in >> w) out.push_back(w);
+    return out;
+}
+
+std::map<std::string, std::string> parse_key_values(const std::string& text) {
+    std::map<std::string, std::string> out;
+    for (const std::string& line : lines_of(text)) {
+        const auto settings = settings_of(line);
+        if (settings.empty()) continue;
+        const std::string& first = settings.front().first;
+        if (first == "nodename" || first == "partitionname" || first == "nodeset" || first == "frontendname" ||
+            first == "downnodes" || first == "switchname")
+            continue;
+        for (const auto& [k, v] : settings) out[k] = v;
+    }
+    return out;
+}
+
+bool is_yes(const std::string& value) {
+    const std::string v = lower(value);
+    return v == "yes" || v == "true" || v == "1";
+}
+
+std::vector<std::string> expand_brackets(const std::string& pattern) {
+    const size_t open = pattern.find('[');
+    if (open == std::string::npos) return {pattern};
+    const size_t close = pattern.find(']', open);
+    if (close == std::string::npos) throw UsageError("unbalanced '[' in '" + pattern + "'");
+    const std::string head = pattern.substr(0, open);
+    const std::vector<std::string> tails = expand_brackets(pattern.substr(close + 1));
+    std::vector<std::string> out;
+    std::istringstream items(pattern.substr(open + 1, close - open - 1));
+    std::string item;
+    while (std::getline(items, item, ',')) {
+        const size_t dash = item.find('-');
+        const std::string a = item.substr(0, dash);
+        const std::string b = dash == std::string::npos ? a : item.substr(dash + 1);
+        if (!all_digits(a) || !all_digits(b) || a.size() > 7 || b.size() > 7)
+            throw UsageError("bad range '" + item + "' in '" + pattern + "' (expected N or N-M)");
+        const long first = std::stol(a), last = std::stol(b);
+        if (last < first || last - first > 4096) throw UsageError("bad range '" + item + "' in '" + pattern + "'");
+        for (long i = first; i <= last; ++i) {
+            std::string n = std::to_string(i);
+            if (n.size() < a.size()) n = std::string(a.size() - n.size(), '0') + n;  // keep "00-07" widths
+            for (const std::string& t : tails) out.push_back(head + n + t);
+        }
+    }
+    return out;
+}
+
+GresGpus parse_gres_conf(const std::string& text, const std::string& node) {
+    GresGpus g;
+    for (const std::string& line : lines_of(text)) {
+        const auto settings = settings_of(line);
+        if (settings.empty()) continue;
+        std::map<std::string, std::string> s(settings.begin(), settings.end());
+        if (auto it = s.find("nodename"); it != s.end()) {
+            bool mine = false;
+            for (const std::string& part : split_top_level(it->second))
+                for (const std::string& n : expand_brackets(part)) mine = mine || n == node;
+            if (!mine) continue;
+        }
+        if (auto it = s.find("autodetect"); it != s.end()) {
+            g.autodetect_value = it->second;
+            g.autodetect = lower(it->second) != "off" && !it->second.empty();
+        }
+        auto name = s.find("name");
+        auto file = s.find("file");
+        if (name == s.end() || lower(name->second) != "gpu" || file == s.end()) continue;
+        for (const std::string& part : split_top_level(file->second))
+            for (const std::string& f : expand_brackets(part)) g.files.push_back(f);
+    }
+    return g;
+}
+
+std::optional<bool> devices_constrained(const std::optional<std::string>& slurm_conf_text,
+                                        const std::optional<std::string>& cgroup_conf_text) {
+    if (!slurm_conf_text) return std::nullopt;
+    const auto slurm = parse_key_values(*slurm_conf_text);
+    const auto plugin = slurm.find("taskplugin");
+    if (plugin == slurm.end() || lower(plugin->second).find("task/cgroup") == std::string::npos) return false;
+    if (!cgroup_conf_text) return false;  // Slurm's default: ConstrainDevices=no
+    const auto cgroup = parse_key_values(*cgroup_conf_text);
+    const auto constrain = cgroup.find("constraindevices");
+    return constrain != cgroup.end() && is_yes(constrain->second);
+}
+
+std::string slurm_conf_dir(const std::optional<std::string>& slurm_conf_variable) {
+    if (!slurm_conf_variable || slurm_conf_variable->empty()) return "/etc/slurm";
+    const size_t slash = slurm_conf_variable->rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : slurm_conf_variable->substr(0, slash);
+}
+
+}  // namespace numabind::spank
