@@ -126,8 +126,7 @@ with tempfile.TemporaryDirectory() as work:
     st = lib.numabind_bind(opts, None, err, len(err))
     lib.numabind_options_free(opts)
     check("C API numabind_bind(ntasks=1000000000): NUMABIND_USAGE, the value and the limit",
-          st == 2 and err.value.decode() == "invalid ntasks '1000000000' (at most 65536 local tasks)"
-          or st == 2 and "1000000000" in err.value.decode() and "65536" in err.value.decode(), (st, err.value))
+          st == 2 and err.value.decode() == "invalid --ntasks '1000000000' (at most 65536 local tasks)", (st, err.value))
     r = python("import numabind, sys\ntry:\n    numabind.bind(local_rank=0, ntasks=10**9, topology=sys.argv[1])\n"
                "except numabind.UsageError as e:\n    print('UsageError:', e)", xml)
     check("bind(ntasks=10**9): UsageError naming ntasks, the value and the limit",

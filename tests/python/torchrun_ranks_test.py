@@ -65,8 +65,12 @@ def torchrun(work, tail, tag):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMABIND_", "OMP_", "SLURM_", "OMPI_"))}
     env.update(PYTHONPATH=os.environ["PYTHONPATH"], NUMABIND_TOPOLOGY_CACHE="off")
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
-    lines = [json.loads(line.split("PROBE ", 1)[1]) for line in (r.stdout + r.stderr).splitlines() if "PROBE {" in line]
-    return r, {w["local_rank"]: w for w in lines}
+    # Two workers' lines may share a console line: decode each object where it starts.
+    text, decoder, workers = r.stdout + r.stderr, json.JSONDecoder(), {}
+    for at in [i for i in range(len(text)) if text.startswith("PROBE {", i)]:
+        w = decoder.raw_decode(text, at + len("PROBE "))[0]
+        workers[w["local_rank"]] = w
+    return r, workers
 
 
 def gen(work, name, args):
