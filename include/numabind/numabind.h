@@ -21,7 +21,8 @@
 extern "C" {
 #endif
 
-#define NUMABIND_API_VERSION 3  /* 2: numabind_plan_json, "error_kind"; 3: options smt, omp, ucx; "nics", "omp_kept" */
+#define NUMABIND_API_VERSION 4  /* 2: numabind_plan_json, "error_kind"; 3: options smt, omp, ucx; "nics", "omp_kept";
+                                   4: option threads; "device_rule", "omp_notice"; torchrun's device rule */
 
 /* Status codes (the command's exit statuses where they overlap). */
 #define NUMABIND_OK 0
@@ -56,6 +57,12 @@ typedef struct numabind_result numabind_result;
  *   omp           0 (default) or 1: also set OMP_NUM_THREADS (one per core), OMP_PLACES (one
  *                 place per core, "{0,32},{1,33}") and OMP_PROC_BIND=close, each only where the
  *                 environment has no value of its own; the result's "omp_kept" names those kept
+ *   threads       1-65536: OMP_NUM_THREADS for the process's children, replacing any value
+ *                 (torchrun's default of 1 included)
+ *   ntasks and local_rank are limited to 65536 local tasks (a larger value is NUMABIND_USAGE).
+ * The devices: a local rank from torchrun (LOCAL_RANK with TORCHELASTIC_RUN_ID or GROUP_RANK)
+ * owns the visible device of its index (r mod n), as torch.numa.binding; any other source
+ * gives tasks fewer than the devices contiguous blocks ("device_rule": "local-rank"/"blocks").
  * numabind_options_set returns NUMABIND_USAGE for an unknown key (values are checked by bind). */
 numabind_options *numabind_options_new(void);
 int numabind_options_set(numabind_options *options, const char *key, const char *value, char *error,
@@ -79,7 +86,8 @@ int numabind_reapply(numabind_result **result, char *error, size_t error_size);
  *             "mem_policy", "kernel_mem_policy", "device", "devices", "device_pci", "threads",
  *             "threads_mem_policy", "threads_mem_policy_missing", "threads_not_as_planned",
  *             "migrated", "pages_moved", "pages_off_home_before", "pages_off_home_after",
- *             "warnings", "env", "omp_kept" (omp=1 only)}
+ *             "warnings", "env", "omp_kept" (omp=1 only), "device_rule", "omp_notice" (a line
+ *             when torchrun's OMP_NUM_THREADS=1 was kept for a task of several CPUs, else null)}
  *            threads_not_as_planned: [{"tid", "why"}]: exactly the threads whose CPUs or
  *            memory policy are not the plan's (one that blocks every signal numabind could
  *            use, did not answer within 1 s, or started faster than it could be bound).
@@ -98,7 +106,8 @@ int numabind_plan_json(const numabind_options *options, char **json, char *error
 
 /* The CUDA ordinal (what torch.device("cuda", i) takes) of this process's device
  * (NUMABIND_DEVICE) under the current CUDA_VISIBLE_DEVICES; NUMABIND_ERROR when the process
- * is not bound to a device or CUDA does not see it (API version 2). */
+ * is not bound to a device, the device is not among the topology's (a bind from another
+ * topology XML: pass that XML) or CUDA does not see it (API version 2). */
 int numabind_cuda_index(const char *topology, const char *device_match, int *index, char *error, size_t error_size);
 
 /* What `numabind show --json` prints for the calling process. topology/device_match may be NULL. */

@@ -24,6 +24,13 @@ std::string to_string(MemPolicy policy);
 extern const char* const kModeChoices;       // "none, node, socket, exclusive, core-complex"
 extern const char* const kMemPolicyChoices;  // "prefer, bind, interleave, none"
 
+// How tasks that share the visible devices divide them when the devices outnumber the tasks.
+// Blocks: contiguous blocks (a task drives several). LocalRank: task r owns the r-th device
+// alone, torch.numa.binding's rule ("the accelerator whose local index equals the worker's
+// local rank"), which is the GPU a torchrun worker computes on with cuda:LOCAL_RANK.
+enum class DeviceRule { Blocks, LocalRank };
+std::string to_string(DeviceRule rule);  // "blocks", "local-rank"
+
 struct PlanRequest {
     Mode mode = Mode::Node;
     MemPolicy mem = MemPolicy::Prefer;
@@ -34,6 +41,7 @@ struct PlanRequest {
     // A task's own device list (Slurm per-task GPUs, a per-task CUDA_VISIBLE_DEVICES):
     // a non-empty entry r means task r owns exactly these devices.
     std::vector<std::vector<int>> per_task_devices;
+    DeviceRule device_rule = DeviceRule::Blocks;  // fewer tasks than shared devices
     IdSet allowed_cpus;  // empty: every PU of the topology
     IdSet allowed_mems;  // OS NUMA indexes the task may allocate on; empty: all
     // The CPUs each task was given by its launcher (Slurm's --cpus-per-task): no task gets
@@ -47,10 +55,12 @@ struct PlanRequest {
 // Which devices each local task owns (physical indexes). A task with its own list owns
 // all of it. The others share `shared` (n devices): ntasks >= n gives task r device
 // r mod n (what frameworks do with local_rank % ngpus); fewer tasks than devices gives
-// contiguous blocks in list order, sizes differing by at most one, larger blocks first.
+// contiguous blocks in list order, sizes differing by at most one, larger blocks first
+// (DeviceRule::Blocks), or device r alone (DeviceRule::LocalRank: the rest stay unused).
 // Pure; does not validate indexes.
 std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>& shared,
-                                             const std::vector<std::vector<int>>& per_task);
+                                             const std::vector<std::vector<int>>& per_task,
+                                             DeviceRule rule = DeviceRule::Blocks);
 
 struct TaskPlan {
     int local_rank = 0;

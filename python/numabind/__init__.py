@@ -72,7 +72,7 @@ class NumabindWarning(UserWarning):
 _CLI_FLAGS = {"--local-rank": "local_rank", "--ntasks": "ntasks", "--device-match": "device_match",
               "--devices": "devices", "--topology": "topology", "--mode": "mode", "--mem": "mem",
               "--fallback": "fallback", "--allowed-cpus": "allowed_cpus", "--rank-source": "rank_source",
-              "--migrate": "migrate", "--smt": "smt"}
+              "--migrate": "migrate", "--smt": "smt", "--threads": "threads"}
 _CLI_FLAG_RE = re.compile("(" + "|".join(sorted(map(re.escape, _CLI_FLAGS), key=len, reverse=True)) +
                           r")(?![\w-])( [A-Z]+\b)?")
 
@@ -108,6 +108,8 @@ def _int(name: str, value: Any) -> Optional[str]:
 def _choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """A string, or an enum whose value or name is one (torch.numa.binding.AffinityMode)."""
     text = value
+    if name == "mode" and hasattr(value, "affinity_mode"):  # torch.numa.binding.NumaOptions
+        return _choice(name, value.affinity_mode, choices)
     if isinstance(value, enum.Enum):
         text = value.value if isinstance(value.value, str) else value.name.lower().replace("_", "-")
     elif not isinstance(value, str):
@@ -239,20 +241,53 @@ def _sync_environ(env: Optional[Dict[str, str]]) -> None:
 # ---- thread pools ----
 
 _pool_resize_said = False
+_omp_notice_said = False
 
 
-def _size_thread_pools(ncpus: int) -> Dict[str, Any]:
-    """OMP_NUM_THREADS for children (unless set) and torch's intra-op pool (when larger)."""
+def _fallback_of(mode: Any, fallback: Optional[str]) -> str:
+    """fallback as given; unset: "warn" when torch's NumaOptions asks to fall back, else "fail"."""
+    if fallback is not None:
+        return _choice("fallback", fallback, ("fail", "warn"))
+    return "warn" if getattr(mode, "should_fall_back_if_binding_fails", False) is True else "fail"
+
+
+def _threads(value: Any) -> Optional[str]:
+    """threads=N: the library checks the range (1-65536) and names it."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _type_error("threads", "an int", value)
+    return str(value)
+
+
+def _say_omp_notice(line: Optional[str]) -> None:
+    """torchrun's OMP_NUM_THREADS=1 was kept: once per process, as torchrun itself says once."""
+    global _omp_notice_said
+    if line and not _omp_notice_said:
+        _omp_notice_said = True
+        _warn(_python_spelling(line), stacklevel=4)
+
+
+def _size_thread_pools(ncpus: int, threads: Optional[int] = None) -> Dict[str, Any]:
+    """OMP_NUM_THREADS for children (unless set) and torch's intra-op pool (when larger);
+    threads=N: both exactly N (the library has set OMP_NUM_THREADS)."""
     global _pool_resize_said
     done: Dict[str, Any] = {}
     if ncpus < 1:
         return done
-    if "OMP_NUM_THREADS" not in os.environ:
+    if threads is not None:
+        done["OMP_NUM_THREADS"] = str(threads)
+    elif "OMP_NUM_THREADS" not in os.environ:
         os.environ["OMP_NUM_THREADS"] = str(ncpus)
         done["OMP_NUM_THREADS"] = str(ncpus)
     torch = sys.modules.get("torch")
     get, set_ = getattr(torch, "get_num_threads", None), getattr(torch, "set_num_threads", None)
-    if callable(get) and callable(set_):
+    if callable(get) and callable(set_) and threads is not None:
+        before = get()
+        if before != threads:
+            set_(threads)
+            done["torch_num_threads"] = [before, threads]
+    elif callable(get) and callable(set_):
         before = get()
         if before > ncpus:
             set_(ncpus)
@@ -299,9 +334,10 @@ def version() -> str:
 
 def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: Mode = "node", mem: str = "prefer",
          devices: Optional[IntList] = None, device_match: Optional[str] = None, topology: Optional[PathLike] = None,
-         migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
+         migrate: bool = False, fallback: Optional[str] = None, allowed_cpus: Optional[IntList] = None,
          rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True,
-         smt: Optional[Union[int, str]] = None, omp: bool = False, ucx: bool = False) -> Dict[str, Any]:
+         smt: Optional[Union[int, str]] = None, omp: bool = False, ucx: bool = False,
+         threads: Optional[int] = None) -> Dict[str, Any]:
     """Binds every thread of this process to its task's share of the node, as `numabind run`
     would plan it. Returns a dict: bound, mode, local_rank, cpus, mems, mem_policy, device,
     devices, threads, threads_mem_policy, pages_moved (with migrate=True), warnings, env,
@@ -309,7 +345,9 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     whatever fallback says. Raises UsageError for bad values, TypeError for bad types, Error
     when binding fails (fallback="warn": a warning, and the process runs unbound).
 
-    mode: none, node, socket, exclusive, core-complex (or torch's AffinityMode);
+    mode: none, node, socket, exclusive, core-complex (or torch's AffinityMode, or its NumaOptions,
+    whose should_fall_back_if_binding_fails=True means fallback="warn" unless fallback is given);
+    fallback: "fail" (the default) or "warn";
     within_affinity=True: stay inside this thread's current affinity (taskset, a launcher's
     pinning) instead of the whole cpuset; thread_pools=False: leave OMP_NUM_THREADS and
     torch's intra-op pool alone; smt=1: one hardware thread per core (the first sibling), "all":
@@ -317,7 +355,13 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     omp=True: also OMP_NUM_THREADS (one per core), OMP_PLACES (one place per core) and
     OMP_PROC_BIND=close for the process's children, each only where not set already (the
     result's "omp_kept" names those left alone); ucx=True: also UCX_NET_DEVICES from the
-    task's nearest fabric NICs ("nics"; NUMABIND_NICS is always set), unless already set."""
+    task's nearest fabric NICs ("nics"; NUMABIND_NICS is always set), unless already set;
+    threads=N: OMP_NUM_THREADS=N for children and torch's intra-op pool of N threads, replacing
+    any value (torchrun's OMP_NUM_THREADS=1, which bind() otherwise keeps and says so once).
+
+    The device: a local rank from torchrun (LOCAL_RANK) owns the visible device of its index
+    (worker r on cuda:r, r mod n), as torch.numa.binding; other launchers' ranks and local_rank=
+    get blocks of devices when the devices outnumber the tasks (cuda_index() names the first)."""
     values = _options(local_rank, ntasks, mode, mem, devices, device_match, topology, allowed_cpus, rank_source,
                       within_affinity)
     values["migrate"] = "1" if _bool("migrate", migrate) else "0"
@@ -325,8 +369,11 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
         values["smt"] = _smt(smt)
     values["omp"] = "1" if _bool("omp", omp) else "0"
     values["ucx"] = "1" if _bool("ucx", ucx) else "0"
-    fallback = _choice("fallback", fallback, ("fail", "warn"))
+    fallback = _fallback_of(mode, fallback)
     _bool("thread_pools", thread_pools)
+    threads_text = _threads(threads)
+    if threads_text is not None:
+        values["threads"] = threads_text
     values["fallback"] = "warn"  # the library reports every failure; which ones raise is decided here
     mode_before = os.environ.get(_ENV_MODE)
     with _COptions(values) as opts:
@@ -350,7 +397,11 @@ def bind(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
         else:
             _warn(out["error"] + "; running unbound (fallback='warn')")
     _sync_environ(out.get("env"))
-    out["thread_pools"] = _size_thread_pools(len(out.get("cpus", []))) if out.get("bound") and thread_pools else {}
+    if out.get("bound") and thread_pools:
+        _say_omp_notice(out.get("omp_notice"))
+        out["thread_pools"] = _size_thread_pools(len(out.get("cpus", [])), threads)
+    else:
+        out["thread_pools"] = {}
     return out
 
 
@@ -364,7 +415,7 @@ def _restore_env(name: str, value: Optional[str]) -> None:
 
 def plan(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: Mode = "node", mem: str = "prefer",
          devices: Optional[IntList] = None, device_match: Optional[str] = None, topology: Optional[PathLike] = None,
-         migrate: bool = False, fallback: str = "fail", allowed_cpus: Optional[IntList] = None,
+         migrate: bool = False, fallback: Optional[str] = None, allowed_cpus: Optional[IntList] = None,
          rank_source: str = "auto", *, within_affinity: bool = False, thread_pools: bool = True,
          smt: Union[int, str] = "all", omp: bool = False) -> Dict[str, Any]:
     """What `numabind plan --json` prints for bind()'s arguments: {"mode", "tasks": [{"local_rank",
@@ -376,7 +427,7 @@ def plan(local_rank: Optional[int] = None, ntasks: Optional[int] = None, mode: M
     fallback, thread_pools and omp are checked and do not change a plan."""
     values = _options(local_rank, ntasks, mode, mem, devices, device_match, topology, allowed_cpus, rank_source,
                       within_affinity)
-    _bool("migrate", migrate), _choice("fallback", fallback, ("fail", "warn")), _bool("thread_pools", thread_pools)
+    _bool("migrate", migrate), _fallback_of(mode, fallback), _bool("thread_pools", thread_pools)
     values["smt"] = _smt(smt)
     _bool("omp", omp)
     with _COptions(values) as opts:

@@ -4,17 +4,29 @@ Order: $NUMABIND_LIBRARY (only it, when set); the path `cmake --install` recorde
 _install_paths.py; next to this file (the build tree's python/numabind/); the build
 directories of the source checkout this file lies in (build*/); the system's loader path
 (the .deb/.rpm put it in the libdir); PREFIX/lib*/ of the prefix this module is installed in.
+
+A file named by path is loaded only under the SPANK plugin's engine rule
+(spank/front/engine_loader.cpp): a regular file owned by root or by this process's user,
+closed to group/other writes, in directories up to / that are likewise owned and closed
+(sticky ones allowed), checked on the descriptor that is then loaded. So a root process
+never runs another user's library constructor (tests/python/loader_trust_test.py checks
+that this mirror and the plugin decide alike).
 """
 import ctypes
 import glob
 import os
+import stat
 import sys
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 SONAME = "libnumabind.so.0"
-API_VERSION = 3  # 2: numabind_plan_json, numabind_cuda_index, "error_kind"; 3: smt, omp, ucx, "nics", "omp_kept"
+# 2: numabind_plan_json, numabind_cuda_index, "error_kind"; 3: smt, omp, ucx, "nics", "omp_kept";
+# 4: threads, "device_rule", "omp_notice", torchrun's device rule
+API_VERSION = 4
+# A pip install does not see a build tree: the library must be installed or named.
 INSTALL_HINT = ("install the numabind package (Debian/Ubuntu: apt install ./numabind_*.deb; RHEL/Fedora: "
-                "dnf install numabind), build it (cmake --build build), or set NUMABIND_LIBRARY=/path/to/" + SONAME)
+                "dnf install numabind), or install your build (cmake --install build, or --prefix PREFIX), "
+                "or set NUMABIND_LIBRARY=/path/to/build/" + SONAME)
 
 
 def _recorded() -> List[str]:
@@ -54,22 +66,106 @@ def candidates() -> Iterator[str]:
         yield os.path.join(d, SONAME)
 
 
+# ---- the engine loader's trust rule (spank/front/engine_loader.cpp), mirrored ----
+
+def _trusted_owner(st: os.stat_result) -> bool:
+    # root's, or this process's own user's (who gains nothing by loading their own file)
+    return st.st_uid == 0 or st.st_uid == os.geteuid()
+
+
+def _trusted_directory(st: os.stat_result) -> bool:
+    # nobody else may change what it lists: closed to group/other writes, or sticky (/tmp)
+    return (stat.S_ISDIR(st.st_mode) and _trusted_owner(st) and
+            (not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or bool(st.st_mode & stat.S_ISVTX)))
+
+
+def _owner(uid: int) -> str:
+    try:
+        import pwd
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def open_trusted(path: str) -> Tuple[Optional[int], str]:
+    """(descriptor, "") of the library's real file when the rule holds, else (None, why not)."""
+    real = os.path.realpath(path)
+    directory, name = os.path.split(real)
+    flags = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC
+    fd = os.open("/", flags)
+    at = "/"
+    try:
+        for part in [p for p in directory.split("/") if p] + [None]:
+            st = os.fstat(fd)
+            if not _trusted_directory(st):
+                why = (f"is owned by {_owner(st.st_uid)}" if stat.S_ISDIR(st.st_mode) and not _trusted_owner(st)
+                       else "is writable by group or others")
+                return None, (f"its directory {at} {why}; not loaded (every directory up to / must be root's "
+                              "and closed to others' writes)")
+            if part is None:
+                break
+            nxt = os.open(part, flags | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+            at = os.path.join(at, part)
+        try:
+            lib_fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        except OSError as e:
+            return None, f"cannot open {real}: {e.strerror}"
+    except OSError as e:
+        return None, f"cannot open its directory {at}: {e.strerror}"
+    finally:
+        os.close(fd)
+    st = os.fstat(lib_fd)
+    why = ""
+    if not stat.S_ISREG(st.st_mode):
+        why = f"{real} is not a regular file"
+    elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        why = f"{real} is writable by group or others; not loaded"
+    elif not _trusted_owner(st):
+        why = f"{real} is owned by {_owner(st.st_uid)}, not root" + ("" if os.geteuid() == 0 else " or you") + \
+              "; not loaded"
+    if why:
+        os.close(lib_fd)
+        return None, why
+    return lib_fd, ""
+
+
+def _open(path: str) -> ctypes.CDLL:
+    """A path is loaded through the descriptor the rule checked; a bare soname by the loader."""
+    if os.sep not in path:
+        return ctypes.CDLL(path)
+    fd, why = open_trusted(path)
+    if fd is None:
+        raise PermissionError(why)
+    try:
+        return ctypes.CDLL(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+
+
 def load() -> Tuple[ctypes.CDLL, str]:
     tried = []
+    env = os.environ.get("NUMABIND_LIBRARY")
     for path in candidates():
         if os.sep in path and not os.path.exists(path):
-            tried.append(path)
+            tried.append(path + " (no such file)")
             continue
         try:
-            lib = ctypes.CDLL(path)
+            lib = _open(path)
+        except PermissionError as e:
+            if env:
+                raise ImportError(f"numabind: NUMABIND_LIBRARY={env} refused: {e}") from None
+            tried.append(f"{path} (refused: {e})")
+            continue
         except OSError as e:
             tried.append(f"{path} ({e})")
             continue
         if not hasattr(lib, "numabind_api_version") or lib.numabind_api_version() < API_VERSION:
             tried.append(f"{path} (API version < {API_VERSION}: too old)")
             continue
-        return lib, path
-    raise ImportError(f"numabind: {SONAME} not found; {INSTALL_HINT} (tried: {', '.join(dict.fromkeys(tried))})")
+        return lib, os.path.realpath(path) if os.sep in path else path
+    raise ImportError(f"numabind: {SONAME} not found; {INSTALL_HINT} (looked in: {'; '.join(dict.fromkeys(tried))})")
 
 
 def declare(lib: ctypes.CDLL) -> None:

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -148,6 +149,10 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
             (void)nb::parse_smt(v, "smt");  // bad values now, as for the other checked keys
             r.smt = v;
         }
+        else if (k == "threads") {
+            (void)nb::parse_threads(v, "threads");
+            r.omp_threads = v;
+        }
         else if (k == "omp") {
             if (v != "0" && v != "1") throw nb::UsageError("invalid omp '" + v + "' (valid: 0, 1)");
             r.omp = v == "1";
@@ -168,7 +173,7 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
         } else {
             throw nb::UsageError("unknown option '" + k +
                                  "' (valid: mode, mem, local_rank, ntasks, devices, device_match, topology, "
-                                 "allowed_cpus, rank_source, fallback, migrate, ucx, smt, omp)");
+                                 "allowed_cpus, rank_source, fallback, migrate, ucx, smt, omp, threads)");
         }
         return NUMABIND_OK;
     });
@@ -191,6 +196,8 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
         nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
         nlohmann::ordered_json j;
         nb::NodePlan plan;
+        // Read before anything is exported: torchrun's OMP_NUM_THREADS=1, not one of ours.
+        const bool omp_torchrun = nb::omp_is_torchrun_default(nb::getenv_lookup);
         try {
             nb::LocalRank lr = nb::resolve_local_rank(opts.request.local_rank, opts.request.ntasks,
                                                       opts.request.rank_source, nb::getenv_lookup, nb::PmixRankSource{});
@@ -211,6 +218,9 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
                 if (v.kept) omp_kept.push_back(v.name);
                 else env[v.name] = v.value;
             }
+            if (!opts.request.omp_threads.empty() && mode != nb::Mode::None) env["OMP_NUM_THREADS"] = opts.request.omp_threads;
+            const int ncpus = static_cast<int>(task.cpus.size());
+            const bool omp_kept_torchrun = omp_torchrun && opts.request.omp_threads.empty() && mode != nb::Mode::None && ncpus > 1;
             setenv_all(env);
             if (mode != nb::Mode::None) nb::publish_plan_marker(nb::to_string(mode), task);
             j = {{"bound", mode != nb::Mode::None},
@@ -218,6 +228,7 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
                  {"mode", nb::to_string(mode)},
                  {"local_rank", task.local_rank},
                  {"local_rank_source", lr.source},
+                 {"device_rule", nb::to_string(nb::device_rule_for(lr))},
                  {"ntasks", static_cast<int>(plan.tasks.size())},
                  {"cpus", task.cpus.ids()},
                  {"mems", task.mems},
@@ -232,6 +243,8 @@ int numabind_bind(const numabind_options* o, numabind_result** result, char* err
             j["warnings"] = warnings;
             j["env"] = env;
             if (opts.request.omp) j["omp_kept"] = omp_kept;
+            j["omp_notice"] = omp_kept_torchrun ? nlohmann::ordered_json(nb::torchrun_omp_notice(ncpus, "--threads N"))
+                                                : nlohmann::ordered_json(nullptr);
             if (result) *result = make_result(j, b.threads, b.pages_moved);
             return NUMABIND_OK;
         } catch (const nb::UsageError&) {
@@ -318,7 +331,11 @@ int numabind_cuda_index(const char* topology, const char* device_match, int* ind
             throw nb::Error("this process is not bound to a device (NUMABIND_DEVICE is unset or empty)");
         auto topo = nb::load_topology(topology ? topology : "", true, [](const std::string&) {});
         const auto accs = nb::find_accelerators(topo->model(), nb::make_matcher(device_match ? device_match : ""));
-        const int physical = nb::parse_device_list(device, static_cast<int>(accs.size()), nb::kEnvDevice).front();
+        const int physical = nb::parse_device_list(device, INT_MAX, nb::kEnvDevice).front();  // syntax only
+        if (physical >= static_cast<int>(accs.size()))
+            throw nb::Error(std::string("NUMABIND_DEVICE=") + device + " is not among the " + std::to_string(accs.size()) +
+                            " accelerator(s) " + (topology && *topology ? std::string("of ") + topology : "this machine shows") +
+                            " (bound from another topology XML? pass the same topology to cuda_index)");
         // CUDA numbers the NVIDIA devices (all accelerators where none is NVIDIA), narrowed
         // and reordered by CUDA_VISIBLE_DEVICES; the other runtimes' variables do not count.
         auto cuda_only = [](const std::string& name) {

@@ -79,7 +79,7 @@ PlacementReport current_placement_report(const std::string& topology, const std:
         if (auto found = local_rank_from_env(getenv_lookup)) lr = *found;
         if (!visible.empty()) {
             // Without the local task count, rank r uses device r mod n.
-            if (lr.size > lr.rank) owned = assign_devices(lr.size, visible, {})[lr.rank];
+            if (lr.size > lr.rank) owned = assign_devices(lr.size, visible, {}, device_rule_for(lr))[lr.rank];
             else owned = {visible[lr.rank % visible.size()]};
             r.device_source = (vis.restricted ? vis.source : std::string("all accelerators")) + ", local rank " +
                               std::to_string(lr.rank) + " (" + lr.source + ")" +

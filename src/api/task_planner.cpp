@@ -11,6 +11,10 @@
 
 namespace numabind {
 
+namespace {
+std::string first_word(const std::string& s) { return s.substr(0, s.find(' ')); }
+}  // namespace
+
 std::optional<std::string> getenv_lookup(const std::string& name) {
     const char* v = std::getenv(name.c_str());
     if (!v) return std::nullopt;
@@ -55,6 +59,26 @@ int cpus_per_task(const TaskRequest& o, bool from_slurm) {
     return n;
 }
 
+DeviceRule device_rule_for(const LocalRank& lr) { return lr.torchrun ? DeviceRule::LocalRank : DeviceRule::Blocks; }
+
+std::optional<std::string> device_block_notice(const NodePlan& plan, const LocalRank& lr) {
+    // Once per step: task 0 says it for all. An explicit --local-rank is the user's own choice.
+    if (lr.torchrun || lr.rank != 0 || lr.source == "--local-rank") return std::nullopt;
+    bool blocks = false;
+    std::string each;
+    for (const TaskPlan& t : plan.tasks) {
+        blocks = blocks || t.devices.size() > 1;
+        each += (each.empty() ? "" : ", ") + std::string("task ") + std::to_string(t.local_rank) + ": " +
+                (t.devices.empty() ? std::string("-") : join_ints(t.devices));
+    }
+    if (!blocks) return std::nullopt;
+    return std::to_string(plan.tasks.size()) + " tasks (" + first_word(lr.source) +
+           ") share the devices in blocks (" + each +
+           "); each task is bound for the first of its block (NUMABIND_DEVICE), so a program that computes on "
+           "cuda:LOCAL_RANK uses a device its task was not bound for: select numabind.cuda_index() "
+           "(NUMABIND_DEVICE), or give each task its devices (srun --gpus-per-task=N or --gpu-bind)";
+}
+
 TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRankSource& pmix,
                         const Notify& note, const Notify& warn, std::vector<OmpVariable>* omp_out) {
     const Mode mode = parse_mode(o.mode);
@@ -89,6 +113,8 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     req.mode = mode;
     req.mem = mem;
     req.ntasks = lr.size;
+    req.device_rule = device_rule_for(lr);
+    note("device rule: " + to_string(req.device_rule) + (lr.torchrun ? " (torchrun: worker r computes on device r)" : ""));
     if (!o.devices.empty()) {
         req.visible_devices = parse_device_list(o.devices, static_cast<int>(accs.size()));
         note("devices from --devices: " + o.devices);
@@ -118,6 +144,7 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     note("allowed CPUs " + req.allowed_cpus.to_string() +
          (req.min_cpus ? ", at least " + std::to_string(req.min_cpus) + " per task" : std::string()));
     plan_out = plan_node(topo.model(), accs, req);
+    if (auto notice = device_block_notice(plan_out, lr)) warn(*notice);
     if (o.omp && omp_out) *omp_out = omp_environment(topo.model(), plan_out.tasks.at(lr.rank).cpus, getenv_lookup);
     return plan_out.tasks.at(lr.rank);
 }
@@ -129,7 +156,7 @@ NodePlan plan_preview(const TaskRequest& o, const Notify& note, const std::strin
     req.one_thread_per_core = !o.smt.empty() && parse_smt(o.smt, "--smt");  // a preview: unset is all
     req.ntasks = 0;  // unknown until given or found
     if (!o.ntasks.empty()) {
-        req.ntasks = parse_nonnegative(o.ntasks, ntasks_name);
+        req.ntasks = parse_task_count(o.ntasks, ntasks_name);
     } else if (auto lr = local_rank_from_env(getenv_lookup); lr && lr->size > 0) {
         req.ntasks = lr->size;
         note("local tasks " + std::to_string(lr->size) + " from " + lr->size_source);

@@ -34,6 +34,8 @@ struct TaskRequest {
     // --hint=nomultithread (SLURM_THREADS_PER_CORE=1) for a task (run, bind), else "all".
     std::string smt;
     bool omp = false;         // --omp: OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND where unset
+    // --threads: OMP_NUM_THREADS for the program, replacing any (torchrun's 1 included); empty: none.
+    std::string omp_threads;
 };
 
 // --cpus-per-task as given, else (`from_slurm`) Slurm's SLURM_CPUS_PER_TASK, else 0 (no
@@ -55,6 +57,16 @@ std::optional<TopologyCacheOptions> cache_options();
 // `topo --export-cache` or the SPANK plugin writes it), else discovered live.
 std::unique_ptr<HwlocTopology> load_topology(const std::string& topology, bool xml_is_this_system,
                                              const Notify& note);
+
+// The device rule follows where the local rank came from: torchrun's LOCAL_RANK gets
+// torch's (worker r on device r: its programs call cuda.set_device(LOCAL_RANK)), every
+// other source the blocks (a task may drive several devices).
+DeviceRule device_rule_for(const LocalRank& lr);
+
+// Under a launcher's variables other than torchrun's, when some task owns a block of
+// several devices: one line (said by local rank 0 only, so once per step and node) naming
+// each task's devices and how a program picking cuda:LOCAL_RANK agrees with them. Pure.
+std::optional<std::string> device_block_notice(const NodePlan& plan, const LocalRank& lr);
 
 // Plans this node as `numabind run` does and returns this task's share (pointing into
 // plan_out). `note` gets the verbose lines, `warn` the warnings a user must see.

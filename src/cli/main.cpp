@@ -136,6 +136,8 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
     if (o.fallback != "fail" && o.fallback != "warn")
         throw nb::UsageError("invalid --fallback '" + o.fallback + "' (valid: fail, warn)");
     if (program.empty()) throw nb::UsageError("run: missing program (usage: numabind run [OPTIONS] -- PROGRAM [ARGS...])");
+    if (!o.omp_threads.empty()) (void)nb::parse_threads(o.omp_threads, "--threads");
+    const bool omp_torchrun = nb::omp_is_torchrun_default(nb::getenv_lookup);  // before --omp sets anything
     nb::NodePlan plan;
     std::string failure;
     try {
@@ -157,6 +159,13 @@ int cmd_run(const Options& o, const std::vector<std::string>& program) {
             for (const nb::OmpVariable& v : omp)
                 if (!v.kept) setenv(v.name.c_str(), v.value.c_str(), 1);
             note(o, "omp: " + nb::omp_summary(omp));
+            if (omp_torchrun && o.omp_threads.empty() && task.cpus.size() > 1)
+                std::cerr << "numabind: warning: " << nb::torchrun_omp_notice(static_cast<int>(task.cpus.size()), "--threads N")
+                          << "\n";
+        }
+        if (mode != nb::Mode::None && !o.omp_threads.empty()) {
+            setenv("OMP_NUM_THREADS", o.omp_threads.c_str(), 1);
+            note(o, "OMP_NUM_THREADS=" + o.omp_threads + " (--threads)");
         }
         note(o, "rank " + std::to_string(task.local_rank) + ": device" + (task.devices.size() > 1 ? "s " : " ") +
                     (task.device ? nb::join_ints(task.devices) + " (first " + task.device->pci + ")" : "-") +
@@ -185,7 +194,7 @@ int cmd_plan(const Options& o) {
     nb::PlanRequest req;
     req.mode = mode;
     req.mem = mem;
-    req.ntasks = nb::parse_nonnegative(o.ntasks, "--ntasks");
+    req.ntasks = nb::parse_task_count(o.ntasks, "--ntasks");
     if (req.ntasks < 1) throw nb::UsageError("invalid --ntasks '0' (must be at least 1)");
     auto topo_ptr = load_topology(o, false);
     const nb::HwlocTopology& topo = *topo_ptr;
@@ -319,6 +328,8 @@ int main(int argc, char** argv) {
     run->add_flag("--omp", o.omp,
                   "set OMP_NUM_THREADS (one per core), OMP_PLACES (one place per core) and OMP_PROC_BIND=close "
                   "where not already set");
+    run->add_option("--threads", o.omp_threads,
+                    "OMP_NUM_THREADS for PROGRAM (1-65536), replacing any value (torchrun sets 1 for its workers)");
     run->add_flag("-v,--verbose", o.verbose, "say which sources were used and the binding");
     add_topology(run);
 

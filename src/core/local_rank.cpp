@@ -15,6 +15,25 @@ int parse_nonnegative(const std::string& text, const std::string& what) {
     return value;
 }
 
+int parse_task_count(const std::string& text, const std::string& what) {
+    const int value = parse_nonnegative(text, what);
+    if (value > kMaxLocalTasks)
+        throw UsageError("invalid " + what + " '" + text + "' (at most " + std::to_string(kMaxLocalTasks) +
+                         " local tasks)");
+    return value;
+}
+
+int parse_local_rank(const std::string& text, const std::string& what) {
+    const int value = parse_nonnegative(text, what);
+    if (value >= kMaxLocalTasks)
+        throw UsageError("invalid " + what + " '" + text + "' (at most " + std::to_string(kMaxLocalTasks - 1) + ")");
+    return value;
+}
+
+bool torchrun_worker(const EnvLookup& env) {
+    return env("LOCAL_RANK") && (env("TORCHELASTIC_RUN_ID") || env("GROUP_RANK"));
+}
+
 namespace {
 
 // Slurm's "2(x3),1" task-per-node notation, for node `node_index`.
@@ -27,10 +46,10 @@ int slurm_tasks_on_node(const std::string& spec, int node_index) {
         int count = 0, repeat = 1;
         size_t paren = item.find("(x");
         if (paren != std::string::npos && item.back() == ')') {
-            count = parse_nonnegative(item.substr(0, paren), "SLURM_STEP_TASKS_PER_NODE");
+            count = parse_task_count(item.substr(0, paren), "SLURM_STEP_TASKS_PER_NODE");
             repeat = parse_nonnegative(item.substr(paren + 2, item.size() - paren - 3), "SLURM_STEP_TASKS_PER_NODE");
         } else {
-            count = parse_nonnegative(item, "SLURM_STEP_TASKS_PER_NODE");
+            count = parse_task_count(item, "SLURM_STEP_TASKS_PER_NODE");
         }
         if (node_index < node + repeat) return count;
         node += repeat;
@@ -64,13 +83,14 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
     };
     for (const Source& s : sources) {
         auto rank = env(s.rank);
-        if (!rank || (s.torchrun && !env("TORCHELASTIC_RUN_ID") && !env("GROUP_RANK"))) continue;
+        if (!rank || (s.torchrun && !torchrun_worker(env))) continue;
         LocalRank lr;
-        lr.rank = parse_nonnegative(*rank, s.rank);
+        lr.rank = parse_local_rank(*rank, s.rank);
         lr.source = s.rank;
+        lr.torchrun = s.torchrun;
         if (s.size) {
             if (auto size = env(s.size)) {
-                lr.size = parse_nonnegative(*size, s.size);
+                lr.size = parse_task_count(*size, s.size);
                 lr.size_source = s.size;
             }
         } else if (std::string(s.rank) == "FLUX_TASK_LOCAL_ID") {
@@ -80,7 +100,7 @@ std::optional<LocalRank> local_rank_from_env(const EnvLookup& env) {
             auto size = env("FLUX_JOB_SIZE");
             auto nnodes = env("FLUX_JOB_NNODES");
             if (size && nnodes && parse_nonnegative(*nnodes, "FLUX_JOB_NNODES") == 1) {
-                lr.size = parse_nonnegative(*size, "FLUX_JOB_SIZE");
+                lr.size = parse_task_count(*size, "FLUX_JOB_SIZE");
                 lr.size_source = "FLUX_JOB_SIZE (FLUX_JOB_NNODES=1)";
             }
         } else if (auto per_node = env("SLURM_STEP_TASKS_PER_NODE")) {
@@ -135,7 +155,7 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
     LocalRank lr;
     bool have_rank = false;
     if (!local_rank_opt.empty()) {
-        lr.rank = parse_nonnegative(local_rank_opt, "--local-rank");
+        lr.rank = parse_local_rank(local_rank_opt, "--local-rank");
         lr.source = "--local-rank";
         have_rank = true;
     }
@@ -169,6 +189,7 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
             if (!have_rank) {
                 lr.rank = found->rank;
                 lr.source = found->source;
+                lr.torchrun = found->torchrun;
                 have_rank = true;
             }
             lr.size = found->size;
@@ -183,7 +204,7 @@ LocalRank resolve_local_rank(const std::string& local_rank_opt, const std::strin
             std::string(pmix.available ? ", or --rank-source pmix under a PMIx launcher" : ""));
     }
     if (!ntasks_opt.empty()) {
-        lr.size = parse_nonnegative(ntasks_opt, "--ntasks");
+        lr.size = parse_task_count(ntasks_opt, "--ntasks");
         if (lr.size < 1) throw UsageError("invalid --ntasks '0' (must be at least 1)");
         lr.size_source = "--ntasks";
     }

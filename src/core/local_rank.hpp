@@ -15,7 +15,22 @@ struct LocalRank {
     int size = 0;          // 0: unknown
     std::string source;    // e.g. "SLURM_LOCALID", "--local-rank"
     std::string size_source;
+    bool torchrun = false;  // the rank is torchrun's LOCAL_RANK (torch's device rule applies)
 };
+
+// A torchrun worker: LOCAL_RANK with the elastic agent's TORCHELASTIC_RUN_ID or GROUP_RANK
+// (a bare LOCAL_RANK may be any launcher's).
+bool torchrun_worker(const EnvLookup& env);
+
+// The most local tasks a request may name: far above any node's task count, and a plan of
+// that many tasks still fits in memory (a larger value was a std::bad_alloc).
+constexpr int kMaxLocalTasks = 65536;
+
+// A local task count (--ntasks, LOCAL_WORLD_SIZE, ...): parse_nonnegative, then at most
+// kMaxLocalTasks; the UsageError names `what`, the value and the limit.
+int parse_task_count(const std::string& text, const std::string& what);
+// A local rank: parse_nonnegative, then below kMaxLocalTasks.
+int parse_local_rank(const std::string& text, const std::string& what);
 
 // From the launchers' variables, innermost launcher first: torchrun's LOCAL_RANK (with
 // TORCHELASTIC_RUN_ID), OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, MV2_COMM_WORLD_LOCAL_RANK,

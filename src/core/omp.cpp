@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/local_rank.hpp"
 #include "core/text.hpp"
 #include "numabind/error.hpp"
 
@@ -13,6 +14,29 @@ bool parse_smt(std::string_view text, std::string_view what) {
     if (text == "1") return true;
     if (text == "all") return false;
     throw UsageError("invalid " + std::string(what) + " '" + std::string(text) + "' (valid: " + kSmtChoices + ")");
+}
+
+int parse_threads(const std::string& text, std::string_view what) {
+    int n = 0;
+    try {
+        n = parse_nonnegative(text, std::string(what));
+    } catch (const UsageError&) {
+        n = -1;
+    }
+    if (n < 1 || n > kMaxOmpThreads)
+        throw UsageError("invalid " + std::string(what) + " '" + text + "' (a whole number from 1 to " +
+                         std::to_string(kMaxOmpThreads) + ")");
+    return n;
+}
+
+bool omp_is_torchrun_default(const EnvLookup& env) {
+    return torchrun_worker(env) && env("OMP_NUM_THREADS").value_or("") == "1";
+}
+
+std::string torchrun_omp_notice(int ncpus, const std::string& override_hint) {
+    return "OMP_NUM_THREADS=1 is torchrun's default for its workers (set because none was given) and was kept: "
+           "OpenMP and torch's intra-op pool run 1 thread on this task's " +
+           std::to_string(ncpus) + " CPUs; pass " + override_hint + " or set OMP_NUM_THREADS before torchrun";
 }
 
 int min_cpus_one_thread(const Topology& topo, const IdSet& allowed, int min_cpus) {

@@ -18,6 +18,19 @@ extern const char* const kSmtChoices;  // "1, all"
 // "invalid <what> '<text>' (valid: 1, all)".
 bool parse_smt(std::string_view text, std::string_view what);
 
+// --threads / threads=: the program's OpenMP (and torch intra-op) thread count, a whole
+// number from 1 to kMaxOmpThreads. Throws UsageError naming the value and the range.
+constexpr int kMaxOmpThreads = 65536;
+int parse_threads(const std::string& text, std::string_view what);
+
+// OMP_NUM_THREADS=1 in a torchrun worker is torchrun's own default (it sets 1 only when the
+// user set none, and says so on its console), not a choice the binding should keep silently.
+bool omp_is_torchrun_default(const EnvLookup& env);
+
+// The one line saying that torchrun's OMP_NUM_THREADS=1 was kept for a task of `ncpus` CPUs;
+// `override_hint` names the front's override ("--threads N", "threads=N").
+std::string torchrun_omp_notice(int ncpus, const std::string& override_hint);
+
 // A --cpus-per-task minimum counted in hardware threads, as cores under smt=1: Slurm's -c 8
 // on 2-thread cores is 4 cores, which smt=1 turns into 4 CPUs, not 8 (that would pull other
 // NUMA nodes' cores in). ceil(min_cpus / the most allowed threads of one core); 0 stays 0.

@@ -187,7 +187,7 @@ std::vector<std::vector<int>> devices_per_task(const PlanRequest& req, int ndev)
         for (int i = 0; i < ndev; ++i) visible.push_back(i);
     for (const auto& own : req.per_task_devices)
         for (int idx : own) check_index(idx);
-    return assign_devices(req.ntasks, visible, req.per_task_devices);
+    return assign_devices(req.ntasks, visible, req.per_task_devices, req.device_rule);
 }
 
 // ---- 2. homes ----
@@ -582,10 +582,19 @@ std::vector<int> memory_nodes(const Home& home, const IdSet& allowed_mems, MemPo
 
 }  // namespace planning
 
+std::string to_string(DeviceRule rule) { return rule == DeviceRule::LocalRank ? "local-rank" : "blocks"; }
+
 std::vector<std::vector<int>> assign_devices(int ntasks, const std::vector<int>& shared,
-                                             const std::vector<std::vector<int>>& per_task) {
+                                             const std::vector<std::vector<int>>& per_task, DeviceRule rule) {
     std::vector<std::vector<int>> owned(std::max(ntasks, 0));
     const int n = static_cast<int>(shared.size());
+    if (rule == DeviceRule::LocalRank) {
+        for (int r = 0; r < ntasks; ++r) {
+            if (r < static_cast<int>(per_task.size()) && !per_task[r].empty()) owned[r] = per_task[r];
+            else if (n > 0) owned[r] = {shared[r % n]};
+        }
+        return owned;
+    }
     // Devices outnumber tasks: contiguous blocks in list order, larger blocks first.
     const std::vector<int> blocks = n > ntasks && ntasks > 0 ? planning::even_sizes(n, ntasks) : std::vector<int>{};
     int next = 0;

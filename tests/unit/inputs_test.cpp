@@ -231,4 +231,34 @@ TEST(LocalRank, MalformedOrInconsistentValuesAreRefused) {
     });
 }
 
+TEST(LocalRank, TorchrunIsMarkedOnlyWithItsAgent) {
+    auto t = local_rank_from_env(env_of({{"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "x"}}));
+    ASSERT_TRUE(t);
+    EXPECT_TRUE(t->torchrun);
+    auto g = local_rank_from_env(env_of({{"LOCAL_RANK", "1"}, {"GROUP_RANK", "0"}}));
+    EXPECT_TRUE(g->torchrun);
+    auto bare = local_rank_from_env(env_of({{"LOCAL_RANK", "1"}}));
+    EXPECT_FALSE(bare->torchrun);
+    auto srun = local_rank_from_env(env_of({{"SLURM_LOCALID", "0"}, {"TORCHELASTIC_RUN_ID", "x"}}));
+    EXPECT_FALSE(srun->torchrun);
+    EXPECT_TRUE(torchrun_worker(env_of({{"LOCAL_RANK", "0"}, {"TORCHELASTIC_RUN_ID", "x"}})));
+    EXPECT_FALSE(torchrun_worker(env_of({{"TORCHELASTIC_RUN_ID", "x"}})));
+}
+
+// A count past the limit is a usage error naming the value and the limit, not bad_alloc.
+TEST(LocalRank, TaskCountsAndRanksHaveALimit) {
+    EXPECT_EQ(parse_task_count("65536", "--ntasks"), kMaxLocalTasks);
+    std::string m = usage_error([] { parse_task_count("1000000000", "--ntasks"); });
+    EXPECT_NE(m.find("--ntasks '1000000000'"), std::string::npos) << m;
+    EXPECT_NE(m.find("at most 65536"), std::string::npos) << m;
+    EXPECT_NE(usage_error([] { parse_local_rank("65536", "--local-rank"); }).find("at most 65535"), std::string::npos);
+    EXPECT_NE(usage_error([] { local_rank_from_env(env_of({{"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                                           {"OMPI_COMM_WORLD_LOCAL_SIZE", "2000000000"}})); })
+                  .find("OMPI_COMM_WORLD_LOCAL_SIZE"),
+              std::string::npos);
+    EXPECT_NE(usage_error([] { local_rank_from_env(env_of({{"SLURM_LOCALID", "0"}, {"SLURM_STEP_TASKS_PER_NODE", "99999(x2)"}})); })
+                  .find("SLURM_STEP_TASKS_PER_NODE '99999'"),
+              std::string::npos);
+}
+
 }  // namespace

@@ -164,6 +164,28 @@ TEST(Omp, EnvironmentKeepsWhatTheUserSet) {
     EXPECT_EQ(omp_summary(user), "OMP_PLACES={0},{1} OMP_PROC_BIND=close set; OMP_NUM_THREADS kept (already set)");
 }
 
+TEST(Omp, ThreadsOverrideIsAWholeNumberInRange) {
+    EXPECT_EQ(parse_threads("14", "--threads"), 14);
+    for (const char* bad : {"0", "-1", "x", "1.5", "", "65537"}) {
+        const std::string m = usage_message([&] { parse_threads(bad, "--threads"); });
+        EXPECT_NE(m.find(std::string("--threads '") + bad + "'"), std::string::npos) << m;
+        EXPECT_NE(m.find("1 to 65536"), std::string::npos) << m;
+    }
+}
+
+// torchrun sets OMP_NUM_THREADS=1 for its workers when the user set none; only its workers'
+// 1 is torchrun's default.
+TEST(Omp, TorchrunDefaultIsOneInATorchrunWorker) {
+    EXPECT_TRUE(omp_is_torchrun_default(env_of({{"LOCAL_RANK", "0"}, {"TORCHELASTIC_RUN_ID", "x"}, {"OMP_NUM_THREADS", "1"}})));
+    EXPECT_FALSE(omp_is_torchrun_default(env_of({{"LOCAL_RANK", "0"}, {"TORCHELASTIC_RUN_ID", "x"}, {"OMP_NUM_THREADS", "4"}})));
+    EXPECT_FALSE(omp_is_torchrun_default(env_of({{"LOCAL_RANK", "0"}, {"TORCHELASTIC_RUN_ID", "x"}})));
+    EXPECT_FALSE(omp_is_torchrun_default(env_of({{"SLURM_LOCALID", "0"}, {"OMP_NUM_THREADS", "1"}})));
+    const std::string line = torchrun_omp_notice(14, "--threads N");
+    EXPECT_EQ(line.find('\n'), std::string::npos);
+    for (const char* part : {"OMP_NUM_THREADS=1", "torchrun", "14 CPUs", "--threads N"})
+        EXPECT_NE(line.find(part), std::string::npos) << part << " in: " << line;
+}
+
 // On a generated DGX-like node (sibling PUs apart: 0 and 128): each place is one core as
 // hwloc-calc sees it, for all siblings and for smt=1.
 TEST(Omp, PlacesAreHwlocCores) {
