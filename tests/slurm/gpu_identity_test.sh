@@ -79,9 +79,18 @@ for setup in "ConstrainDevices=no:--cgroup" "ConstrainDevices=yes:--constrain-de
   check_eq "$name, task 1 late, map_gpu:2,0, exclusive: no task runs unbound" "0 exclusive exclusive" \
     "$(lines 'running unbound') $(report_values "$D/out" mode | xargs)"
   identity "$name, task 1 late, map_gpu:2,0, exclusive: each task on the node of the GPU it uses"
+  plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES $FILES"
+  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
+  check_eq "$name, device files known, task 1 late, map_gpu:2,0, exclusive: no task runs unbound" "0 exclusive exclusive" \
+    "$(lines 'running unbound') $(report_values "$D/out" mode | xargs)"
+  identity "$name, device files known, task 1 late, map_gpu:2,0, exclusive: each task on its GPU's node"
   plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES fallback=fail"
   tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
   check_eq "$name, task 1 late under fallback=fail: the step runs" "0 2" "$RC $(wc -l <"$D/out")"
+  plug "$NOFILES $FILES"
+  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node,verbose=2
+  check_eq "$name, verbose=2: (held ...) names the GPUs each task can open" "$(report_values "$D/out" opens | xargs)" \
+    "$(for r in 0 1; do grep -o "task $r (local $r).*(held [0-9,-]*)" "$D/err" | grep -o 'held [0-9,-]*' | cut -d' ' -f2; done | xargs)"
   # the GPU identity cannot be told: one accelerator more than gres.conf lists
   plug "required $D/spank_numabind.so topology=$D/five.xml mem=none"
   tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
