@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/slurm/cluster.sh — a private, throw-away Slurm cluster on this machine (as root).
 #
-#   cluster.sh start DIR [--nodes 1|2] [--plugstack FILE] [--cgroup] [--constrain-devices] [--no-constrain-cores]
+#   cluster.sh start DIR [--nodes 1|2] [--plugstack FILE] [--cgroup] [--constrain-devices] [--no-constrain-cores] [--cgroup-v2]
 #                        [--gpus N] [--node-gpus NODE:N] [--gres-order I,J,...] [--oversubscribe]
 #                        [--port-base P] [--debug LEVEL] [--conf 'Key=Value']...
 #                        [--slurmd-env NODE:VAR=VALUE]...
@@ -28,6 +28,8 @@
 # order). --constrain-devices implies --cgroup and sets ConstrainDevices=yes (task/cgroup's
 # device cgroup: a task can open only its GPUs' files; open() of the others fails EPERM).
 # --no-constrain-cores implies --cgroup with ConstrainCores=no (no cpuset per job or step).
+# --cgroup-v2 implies --cgroup on the unified hierarchy (CgroupPlugin=cgroup/v2,
+# IgnoreSystemd=yes, CgroupAutomount=yes; /sys/fs/cgroup must be a cgroup2 mount: the guest tier).
 # The port base defaults to a free block in 20000-31999 derived from $$ (below the kernel's
 # ephemeral range); FirstJobId is derived from it so two clusters never share job ids
 # (which would collide in cgroup paths). DIR/plugstack.conf may be rewritten between srun
@@ -110,7 +112,7 @@ cmd_start() {
   [ $# -ge 1 ] || usage
   local dir=$1; shift
   local nodes=1 plugstack="" cgroup=0 constrain_devices=no gpus=2 port_base="${NUMABIND_SLURM_PORT_BASE:-}" debug=info
-  local gres_order="" oversubscribe=0 constrain_cores=yes
+  local gres_order="" oversubscribe=0 constrain_cores=yes cgroup_plugin=autodetect
   local -a extra_conf=() slurmd_env=() node_gpus=()
   while [ $# -gt 0 ]; do
     case $1 in
@@ -124,6 +126,7 @@ cmd_start() {
       --node-gpus=*) node_gpus+=("${1#*=}"); shift ;;
       --oversubscribe) oversubscribe=1; shift ;;
       --no-constrain-cores) cgroup=1; constrain_cores=no; shift ;;
+      --cgroup-v2) cgroup=1; cgroup_plugin=cgroup/v2; shift ;;
       --gres-order) gres_order=$2; shift 2 ;;
       --gres-order=*) gres_order=${1#*=}; shift ;;
       --gpus) gpus=$2; shift 2 ;;
@@ -293,13 +296,15 @@ cmd_start() {
   } >"$dir/slurm.conf"
   if [ "$cgroup" = 1 ]; then
     cat >"$dir/cgroup.conf" <<EOF
-CgroupPlugin=autodetect
+CgroupPlugin=$cgroup_plugin
 CgroupMountpoint=/sys/fs/cgroup
 ConstrainCores=$constrain_cores
 ConstrainRAMSpace=no
 ConstrainSwapSpace=no
 ConstrainDevices=$constrain_devices
 EOF
+    # Slurm 22.05's cgroup/v2 without systemd: it creates its scope below system.slice itself
+    [ "$cgroup_plugin" = cgroup/v2 ] && printf 'IgnoreSystemd=yes\nCgroupAutomount=yes\n' >>"$dir/cgroup.conf"
   else
     rm -f "$dir/cgroup.conf"
   fi

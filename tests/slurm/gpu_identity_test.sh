@@ -128,6 +128,14 @@ for opt in --cpu-bind=verbose --mem-bind=verbose --cpu-bind=quiet; do
 done
 SLURM_CPU_BIND=verbose tasks -n1 --gpus=1
 check_eq "SLURM_CPU_BIND=verbose under default=node: bound, like the option" node "$(report_values "$D/out" mode)"
+# --hint=compute_bound/memory_bound ask Slurm for its own core binding (srun sends a cpu-bind
+# type with them): the site default leaves the step to Slurm; --numa-binding still binds it
+for hint in compute_bound memory_bound; do
+  tasks -n1 --gpus=1 --hint=$hint
+  check_eq "--hint=$hint under default=node: Slurm's binding kept (documented in OPTIONS.md)" unset "$(report_values "$D/out" mode)"
+  tasks -n1 --gpus=1 --hint=$hint --numa-binding=node
+  check_eq "--hint=$hint with --numa-binding=node: bound" node "$(report_values "$D/out" mode)"
+done
 tasks -n1 --gpus=1 --cpu-bind=verbose,cores
 check_eq "--cpu-bind=verbose,cores under default=node: respected" unset "$(report_values "$D/out" mode)"
 # numabind's own UCX_NET_DEVICES (equal to its marker, as a bound batch shell leaves it) is

@@ -294,11 +294,13 @@ EOF
   grep '^R batch ' "$D/job.out" >"$D/out.batch"
   check_eq "batch_step=no (default): the batch shell is not bound" "0:unset" "$(report_by_rank "$D/out.batch" mode)"
 
-  plug "topology=$SWAP batch_step=yes"
+  # NEAR: GPU 0 (the one Slurm gives first) is on the node of CPU 0 (the one it allocates
+  # first on the idle node), so the GPU's node is inside the job's allocation, which a task never leaves
+  plug "topology=$NEAR batch_step=yes"
   timeout 90 sbatch --wait "${N1[@]}" -n1 --gpus=1 -o "$D/job2.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
   grep '^R batch ' "$D/job2.out" >"$D/out.batch"
   g=$(report_by_rank "$D/out.batch" cvd | cut -d: -f2)
-  check_eq "batch_step=yes: the batch shell is bound to its GPU ($g)'s node" "0:node:$(node_cpus "$SWAP" "${g:-0}")" \
+  check_eq "batch_step=yes: the batch shell is bound to its GPU ($g)'s node" "0:node:$(node_cpus "$NEAR" "${g:-0}")" \
     "$(report_by_rank "$D/out.batch" mode | cut -d: -f2 | sed 's/^/0:/'):$(report_by_rank "$D/out.batch" cpus | cut -d: -f2)"
 
   plug "topology=$ONE default=node"
@@ -457,7 +459,11 @@ fi
 # ------------------------------------------------------------------ two nodes, two topologies
 if case_on nodes; then
   plug "topology=$D/topo/node-%n.xml"
-  tasks -N2 -n2 --gpus-per-node=1 --numa-binding=node,mem=none
+  # the whole of both nodes (a step inside an allocation uses all of its CPUs): each GPU's node
+  # is inside the allocation, which a task never leaves
+  J=$(timeout 60 salloc --no-shell -N2 --exclusive --gpus-per-node=1 2>&1 | grep -o 'Granted job allocation [0-9]*' | awk '{print $4}')
+  tasks --jobid="$J" -N2 -n2 --gpus-per-node=1 --numa-binding=node,mem=none
+  scancel "$J" >/dev/null 2>&1
   g1=$(awk '/node=n1/' "$D/out" | report_by_rank /dev/stdin cvd | cut -d: -f2)
   g2=$(awk '/node=n2/' "$D/out" | report_by_rank /dev/stdin cvd | cut -d: -f2)
   check_eq "2 nodes: each node plans from its own topology (topology=...-%n.xml)" \
@@ -561,7 +567,7 @@ if case_on opts; then
   if gcc -fopenmp -O1 -o "$D/omp_probe" "$HERE/../cli/omp_probe.c" 2>/dev/null; then
     chmod 0755 "$D/omp_probe"
     plug "topology=$ONE"
-    timeout 60 srun "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,omp,mem=none "$D/omp_probe" >"$D/out.raw" 2>"$D/err"
+    timeout 60 srun "${N1[@]}" -n1 -c2 --gpus-per-node=2 --numa-binding=node,omp,mem=none "$D/omp_probe" >"$D/out.raw" 2>"$D/err"
     RC=$?
     home=$(node_cpus "$ONE" 0)
     places=$(for c in $(hwloc-calc --input "$ONE" --intersect core $(hwloc-calc --input "$ONE" -I numa --li pci="$B0" | tr , '\n' | sed 's/^/numa:/') | tr , ' '); do

@@ -353,6 +353,13 @@ class Checker:
                    all(m not in ("unset", "none") for m in modes.values()) and not unbound,
                    "modes %s; %s" % (modes, " | ".join(unbound)))
 
+    def c_untouched(self, cid, tasks, case, _):
+        modes = {r: t.get("NUMABIND_MODE", "unset") for r, t in tasks.items()}
+        said = [e for e in case["err"] if "numabind" in e]
+        self.check(cid, "no task touched (no NUMABIND_MODE), nothing said",
+                   all(m == "unset" for m in modes.values()) and not said,
+                   "modes %s; %s" % (modes, " | ".join(said)))
+
     def c_diffnodes(self, cid, tasks, case, _):
         nodes = {r: sorted(self.home_of(t)[2]) for r, t in tasks.items()}
         self.check(cid, "precondition: the tasks' GPUs are on different NUMA nodes",

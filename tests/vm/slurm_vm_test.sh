@@ -18,6 +18,9 @@
 #   --timeout S    QEMU wall-clock limit (default 330)
 #   --keep         keep the payload directory (always kept when a check fails)
 #   --only IDS     run only these case ids (comma-separated; the @cluster lines stay)
+#   --cgroup-v2    boot the guest with cgroup_no_v1=all, mount only cgroup2 and run Slurm with
+#                  CgroupPlugin=cgroup/v2 (the unified hierarchy most clusters run now; the
+#                  device constraint is an eBPF program: open(2) alone tells what a task holds)
 #   --control      the same jobs without numabind (no plugstack line, no --numa-binding):
 #                  Slurm's own binding, to see which checks Slurm alone satisfies (a check of
 #                  the checks; numabind-specific ones fail by design)
@@ -35,6 +38,7 @@ KEEP=0
 TIMEOUT=330
 ONLY=
 CONTROL=0
+CGROUP_V2=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --work) WORK=$2; shift 2 ;;
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
         --keep) KEEP=1; shift ;;
         --only) ONLY=$2; shift 2 ;;
         --control) CONTROL=1; shift ;;
+        --cgroup-v2) CGROUP_V2=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "slurm_vm_test: unknown option $1" >&2; exit 2 ;;
         *) break ;;
@@ -100,13 +105,15 @@ else
 fi
 printf '#!/bin/sh\nexec /bin/bash "$PAYLOAD/slurm-guest.sh"\n' > "$PD/run.sh"
 [ "$CONTROL" = 1 ] && : > "$PD/control"
+APPEND=nbvm.timeout=100000
+if [ "$CGROUP_V2" = 1 ]; then : > "$PD/cgroup_v2"; APPEND+=" cgroup_no_v1=all"; fi
 chmod 0755 "$PD"/*
 
 t0=$(now)
 # The guest's own payload timeout counts guest seconds, which ran 3.5x faster than the host's
 # once under TCG on a loaded host: only QEMU's wall-clock --timeout applies (the output written so
 # far stays in PD/output.txt).
-"$HERE/boot.sh" --shape smt --hostroot --timeout "$TIMEOUT" --append nbvm.timeout=100000 \
+"$HERE/boot.sh" --shape smt --hostroot --timeout "$TIMEOUT" --append "$APPEND" \
     "$IMG" "$PD" > "$PD/boot.log" 2>&1
 rc=$?
 echo "TIME boot+payload: $(elapsed "$t0" "$(now)") s (exit $rc)"

@@ -35,16 +35,27 @@ ip addr add 10.254.0.1/32 dev lo 2>/dev/null
 hostname nbvm
 printf '127.0.0.1 localhost\n10.254.0.1 nbvm\n' > /tmp/hosts
 mount --bind /tmp/hosts /etc/hosts || echo "@@WARN cannot bind-mount /etc/hosts"
-# cgroup v1 controllers for task/cgroup + proctrack/cgroup (ConstrainCores, ConstrainDevices)
 G=/sys/fs/cgroup
-mount -t tmpfs -o mode=0755 cgroup_root $G || echo "@@WARN cannot mount tmpfs on $G"
-for c in cpuset memory devices freezer cpu,cpuacct; do
-    mkdir -p "$G/$c"
-    mount -t cgroup -o "$c" "$c" "$G/$c" || echo "@@WARN cannot mount cgroup v1 $c"
-done
-# Slurm's cgroup/v1 autodetection looks for the systemd named hierarchy
-mkdir -p "$G/systemd"
-mount -t cgroup -o none,name=systemd systemd "$G/systemd" || echo "@@WARN cannot mount cgroup v1 name=systemd"
+CLUSTER_CGROUP=
+if [ -f "$P/cgroup_v2" ]; then
+    # the unified hierarchy only (the kernel booted with cgroup_no_v1=all); Slurm 22.05's
+    # cgroup/v2 without systemd needs system.slice to exist (it makes its scope there)
+    mount -t cgroup2 none $G || echo "@@WARN cannot mount cgroup2 on $G"
+    mkdir -p "$G/system.slice"
+    echo "@@FACT cgroup=v2 controllers=$(cat $G/cgroup.controllers 2>/dev/null)"
+    CLUSTER_CGROUP=--cgroup-v2
+else
+    # cgroup v1 controllers for task/cgroup + proctrack/cgroup (ConstrainCores, ConstrainDevices)
+    mount -t tmpfs -o mode=0755 cgroup_root $G || echo "@@WARN cannot mount tmpfs on $G"
+    for c in cpuset memory devices freezer cpu,cpuacct; do
+        mkdir -p "$G/$c"
+        mount -t cgroup -o "$c" "$c" "$G/$c" || echo "@@WARN cannot mount cgroup v1 $c"
+    done
+    # Slurm's cgroup/v1 autodetection looks for the systemd named hierarchy
+    mkdir -p "$G/systemd"
+    mount -t cgroup -o none,name=systemd systemd "$G/systemd" || echo "@@WARN cannot mount cgroup v1 name=systemd"
+    echo "@@FACT cgroup=v1"
+fi
 echo "@@TIME setup $(since "$T0")"
 stamp setup
 
@@ -91,7 +102,7 @@ start_cluster() {
     local t; t=$(up)
     "$B/cluster.sh" stop "$C" > /dev/null 2>&1
     echo "@@CLUSTER $*"
-    NUMABIND_CLUSTER_TIMEOUT=300 "$B/cluster.sh" start "$C" "$@" > /tmp/cluster.log 2>&1
+    NUMABIND_CLUSTER_TIMEOUT=300 "$B/cluster.sh" start "$C" "$@" $CLUSTER_CGROUP > /tmp/cluster.log 2>&1
     local rc=$?
     echo "@@CLUSTER_RC $rc"
     [ "$rc" = 0 ] || sed 's/^/@@CLUSTER_LOG /' /tmp/cluster.log
