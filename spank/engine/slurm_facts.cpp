@@ -54,7 +54,7 @@ void use_slurm_device_files(State& st) {
         st.notes.push_back(dir + "/gres.conf: " + e.what() + "; Slurm's device files are not used");
         return;
     }
-    if (gres.files.size() != st.accelerators.size()) return;
+    if (!slurm_files_usable(gres.files.size(), st.accelerators.size())) return;
     for (size_t i = 0; i < st.device_files.size(); ++i)
         if (st.device_files[i].empty()) st.device_files[i] = gres.files[i];
     st.gres_device_files = true;

@@ -151,6 +151,16 @@ std::optional<bool> devices_constrained(const std::optional<std::string>& slurm_
     return constrain != cgroup.end() && is_yes(constrain->second);
 }
 
+bool slurm_files_usable(size_t gres_files, size_t accelerators) { return accelerators > 0 && gres_files == accelerators; }
+
+GpuIdentity gpu_identity(size_t accelerators, size_t known_files, size_t gres_files,
+                         const std::optional<bool>& devices_constrained) {
+    if (known_files >= accelerators) return GpuIdentity::DeviceFiles;
+    if (slurm_files_usable(gres_files, accelerators)) return GpuIdentity::SlurmDeviceFiles;
+    if (devices_constrained == false) return GpuIdentity::GresIndex;
+    return GpuIdentity::Guess;
+}
+
 std::string slurm_conf_dir(const std::optional<std::string>& slurm_conf_variable) {
     if (!slurm_conf_variable || slurm_conf_variable->empty()) return "/etc/slurm";
     const size_t slash = slurm_conf_variable->rfind('/');

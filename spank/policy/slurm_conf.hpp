@@ -38,6 +38,22 @@ GresGpus parse_gres_conf(const std::string& text, const std::string& node);
 std::optional<bool> devices_constrained(const std::optional<std::string>& slurm_conf_text,
                                         const std::optional<std::string>& cgroup_conf_text);
 
+// How the plugin tells which GPU a task holds on a node (docs/SITE.md, "Which GPUs a task
+// holds"), from what slurmstepd knows once per step: the accelerators, how many of their
+// device files numabind knows (driver information or device_files=), gres.conf's File= count
+// for the node, and whether Slurm constrains devices. One rule for the engine and `check`.
+enum class GpuIdentity {
+    DeviceFiles,       // every device file known: what the task can open, the variable on top
+    SlurmDeviceFiles,  // the unknown ones taken from gres.conf (one File= per accelerator)
+    GresIndex,         // no constraint by Slurm: the runtime variable is the gres index
+    Guess,             // the tasks share the step's list; said once per step
+};
+GpuIdentity gpu_identity(size_t accelerators, size_t known_files, size_t gres_files,
+                         const std::optional<bool>& devices_constrained);
+// Whether gres.conf's File= list can stand in for numabind's device files (gres index i is
+// accelerator i): one file per accelerator.
+bool slurm_files_usable(size_t gres_files, size_t accelerators);
+
 // The directory of slurm.conf (and so of cgroup.conf and gres.conf): SLURM_CONF's, else
 // /etc/slurm (Debian's and Slurm's default).
 std::string slurm_conf_dir(const std::optional<std::string>& slurm_conf_variable);

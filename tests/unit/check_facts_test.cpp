@@ -173,3 +173,15 @@ TEST(SlurmConf, TheDirectoryOfSlurmConf) {
     EXPECT_EQ(numabind::spank::slurm_conf_dir(std::string("/run/slurm/conf/slurm.conf")), "/run/slurm/conf");
     EXPECT_EQ(numabind::spank::slurm_conf_dir(std::string("")), "/etc/slurm");
 }
+
+// Which way the plugin tells a task's GPU, the same function for the engine and `check`.
+TEST(SlurmConf, GpuIdentityRule) {
+    using numabind::spank::gpu_identity;
+    using numabind::spank::GpuIdentity;
+    EXPECT_EQ(gpu_identity(4, 4, 0, std::nullopt), GpuIdentity::DeviceFiles);
+    EXPECT_EQ(gpu_identity(4, 2, 4, true), GpuIdentity::SlurmDeviceFiles);
+    EXPECT_EQ(gpu_identity(4, 0, 3, false), GpuIdentity::GresIndex);
+    EXPECT_EQ(gpu_identity(4, 0, 0, true), GpuIdentity::Guess);
+    EXPECT_EQ(gpu_identity(4, 0, 0, std::nullopt), GpuIdentity::Guess);
+    EXPECT_EQ(gpu_identity(5, 0, 4, true), GpuIdentity::Guess);  // one File= per accelerator or none
+}
