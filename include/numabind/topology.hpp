@@ -108,7 +108,9 @@ IdSet cpus_of_slurm_cores(const Topology& topo, const std::string& core_list);
 // The CPUs a task may use: Slurm's allocation on this node where it lies inside the cpuset,
 // so that a node without a per-step cpuset (task/affinity alone, ConstrainCores=no) never
 // lends a task another job's CPUs; otherwise (the allocation read against another layout
-// than Slurm's) the cpuset the kernel enforces, and `note` says why. Memory is the cpuset's.
+// than Slurm's) the cpuset the kernel enforces, and `note` says why. An allocation narrower
+// than a cpuset that constrains (not one Slurm made, which equals the allocation) is used and
+// `note` says so. Memory is the cpuset's.
 AllowedSets within_allocation(const AllowedSets& kernel, const IdSet& allocated, const IdSet& node_pus,
                               std::string& note);
 

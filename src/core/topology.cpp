@@ -78,8 +78,15 @@ IdSet cpus_of_slurm_cores(const Topology& topo, const std::string& core_list) {
 
 AllowedSets within_allocation(const AllowedSets& kernel, const IdSet& allocated, const IdSet& node_pus,
                               std::string& note) {
-    if (!allocated.empty() && allocated.is_subset_of(kernel.cpus)) return {allocated, kernel.mems};
     const bool cpuset_constrains = (node_pus - kernel.cpus) != IdSet{};
+    if (!allocated.empty() && allocated.is_subset_of(kernel.cpus)) {
+        // A cpuset Slurm made (ConstrainCores) is the allocation itself; a wider one is not
+        // Slurm's (slurmd in a container's cpuset): the allocation still bounds the tasks, said.
+        if (cpuset_constrains && allocated != kernel.cpus)
+            note = "Slurm's CPU allocation on this node (CPUs " + allocated.to_string() + ") is narrower than the cpuset (" +
+                   kernel.cpus.to_string() + "); the tasks are bound within the allocation";
+        return {allocated, kernel.mems};
+    }
     const IdSet inside = allocated & kernel.cpus;
     if (cpuset_constrains || inside.empty()) {
         note = "Slurm's CPU allocation on this node (CPUs " + allocated.to_string() + ") is not inside the cpuset (" +

@@ -74,6 +74,15 @@ TEST(WithinAllocation, ACpusetEqualToTheAllocationIsKept) {
     EXPECT_EQ(note, "");
 }
 
+// A cpuset wider than the allocation but narrower than the node is not Slurm's (slurmd in a
+// container's cpuset): the allocation bounds the tasks, and the step is told.
+TEST(WithinAllocation, AnAllocationNarrowerThanAForeignCpusetIsUsedAndSaid) {
+    std::string note;
+    const AllowedSets kernel{IdSet::range(0, 3), {0}};
+    EXPECT_EQ(within_allocation(kernel, {2, 3}, IdSet::range(0, 7), note).cpus, (IdSet{2, 3}));
+    EXPECT_NE(note.find("narrower than the cpuset"), std::string::npos) << note;
+}
+
 // An allocation that does not fit the cpuset Slurm built was read against another layout:
 // the kernel's cpuset wins, and the step is told.
 TEST(WithinAllocation, AnAllocationOutsideTheCpusetGivesTheCpusetAndANote) {
