@@ -54,7 +54,11 @@ bool is_yes(const std::string& value);  // yes/true/1, any case
 Row task_plugin_row(const std::optional<std::string>& task_plugin);
 
 // Slurm's bracket ranges in one name: "/dev/nvidia[0-3,5]" -> /dev/nvidia0..3, /dev/nvidia5;
-// "nvidia[00-01]" keeps the width. Throws UsageError on a malformed range.
+// "nvidia[00-01]" keeps the width. Throws UsageError on a malformed range, a name longer
+// than kMaxBracketPattern, or more than kMaxExpandedNames names in all (the product of its
+// groups).
+inline constexpr size_t kMaxBracketPattern = 4096;
+inline constexpr size_t kMaxExpandedNames = 65536;
 std::vector<std::string> expand_brackets(const std::string& pattern);
 
 // What gres.conf says about GPUs on one node.
@@ -64,7 +68,9 @@ struct GresGpus {
     std::vector<std::string> files;    // File= of Name=gpu lines for this node, in gres index order
 };
 // Lines with NodeName= apply when `node` is one of its names (brackets expanded); a line
-// without NodeName= applies everywhere.
+// without NodeName= applies everywhere. Throws UsageError (expand_brackets's, or past
+// kMaxGresNames names in the whole text).
+inline constexpr size_t kMaxGresNames = 1 << 20;
 GresGpus parse_gres_conf(const std::string& text, const std::string& node);
 
 // Whether PCI addresses (gres index order) are ascending; the first pair out of order.
@@ -85,15 +91,13 @@ std::map<int, int> parse_nvidia_smi_topo(const std::string& text);
 // `rocm-smi --showtoponuma`: GPU index -> "(Topology) Numa Node" (-1 when unknown).
 std::map<int, int> parse_rocm_smi_numa(const std::string& text);
 
-// ---- the step engine beside the plugin (the rule of spank/front/engine_loader.cpp) ----
+// What `check` knows of a file from stat(2).
 struct FileFacts {
     bool exists = false;
     bool regular = false;
     unsigned mode = 0;  // st_mode
     unsigned uid = 0;
 };
-// "" when the front would load the engine; otherwise why it would not.
-std::string engine_refusal(const FileFacts& engine, const FileFacts& plugin);
 
 // "6.1.0-18-amd64" -> {6, 1}; nullopt when it does not start with two numbers.
 std::optional<std::pair<int, int>> kernel_version(const std::string& release);
