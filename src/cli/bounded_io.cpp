@@ -140,10 +140,14 @@ ToolRun run_bounded(const std::vector<std::string>& argv, int seconds, int out_f
     int reader = capture ? pipefd[0] : -1;
     while (!exited || reader >= 0) {
         if (!exited) {
-            const pid_t w = waitpid(pid, &wstatus, WNOHANG);
-            if (w == pid) {
-                exited = true;
+            // Seen exited but not reaped yet (WNOWAIT): its pid, the group's id, cannot be
+            // reused while the group is killed.
+            siginfo_t info{};
+            if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
                 kill(-pid, SIGKILL);  // what it left behind in its group (one holding the pipe)
+                while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+                }
+                exited = true;
             }
         }
         const int left = ms_left(deadline);
