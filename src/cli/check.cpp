@@ -662,9 +662,11 @@ void scan_plugstack(Context& c, const std::string& file, const std::string& from
     std::string error;
     const auto text = read_file(file, &error);
     if (!text) {
-        if (depth > 0)
-            c.add({"plugstack", "include", Status::Fail, from + ": cannot read " + error,
-                   "include only regular files of at most " + std::to_string(cli::kMaxConfigBytes) + " bytes"});
+        std::error_code missing;
+        if (depth > 0 || fs::exists(file, missing))  // a plugstack.conf that is not there is said below
+            c.add({"plugstack", depth ? "include" : "plugstack.conf", Status::Fail,
+                   (depth ? from + ": " : "") + "cannot read " + error,
+                   "only regular files of at most " + std::to_string(cli::kMaxConfigBytes) + " bytes"});
         return;
     }
     if (const std::string why = spank::untrusted_file(file, "plugstack file", 0); !why.empty())

@@ -61,6 +61,14 @@ check "the plugin it adds (another user's): FAIL naming it" \
   eval 'row FAIL plugstack "other plugin" "evil.so.*owned by uid $(id -u nbtest).*loads it as root"'
 echo "include $WORK/etc/plugstack.d/*.conf" >"$P"
 
+# PlugStackConfig naming a FIFO, and --plugstack-file naming one: refused, never waited on
+mkdir -p "$WORK/pf" && mkfifo "$WORK/pf/plugstack.conf" && echo "PlugStackConfig=$WORK/pf/plugstack.conf" >"$WORK/pf/slurm.conf"
+CONF=$WORK/pf/slurm.conf nb
+check "PlugStackConfig a FIFO: FAIL naming it" eval '[ $(rc) = 1 ] && [ $(secs) -lt 30 ] && row FAIL plugstack plugstack.conf "is a FIFO"'
+nb --plugstack-file "$WORK/pf/plugstack.conf"
+check "--plugstack-file a FIFO: exit 2, one line naming it" \
+  eval '[ $(rc) = 2 ] && [ $(secs) -lt 30 ] && [ $(wc -l <"$WORK/err") = 1 ] && grep -q "plugstack.conf is a FIFO, not a regular file" "$WORK/err"'
+
 # files including each other: 4 and 12 files, each including all of them
 for n in 4 12; do
   rm -rf "$WORK/loop" && mkdir -p "$WORK/loop"
