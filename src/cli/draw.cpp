@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -41,19 +42,27 @@ public:
         const size_t slash = target.rfind('/');
         dir_ = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
         name_ = slash == std::string::npos ? target : target.substr(slash + 1);
-        struct stat st {};
-        if (lstat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-            throw UsageError("invalid --draw file '" + target + "': it is " + kind(st.st_mode) +
-                             "; not replaced (name a new file or a regular file)");
+        // Everything below is relative to this one directory: a swap of the path's
+        // directories between the steps cannot move where the file lands.
         dir_fd_ = open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir_fd_ < 0) throw Error("cannot open the directory of '" + target + "': " + std::strerror(errno));
-        fd_ = open(dir_.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        struct stat st {};
+        if (fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+            close(dir_fd_);
+            throw UsageError("invalid --draw file '" + target + "': it is " + kind(st.st_mode) +
+                             "; not replaced (name a new file or a regular file)");
+        }
+        fd_ = openat(dir_fd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
         if (fd_ < 0) {  // no O_TMPFILE here: a named temporary, removed by the destructor
             std::string tmpl = dir_ + "/." + name_ + ".numabind-XXXXXX";
             std::vector<char> buf(tmpl.begin(), tmpl.end());
             buf.push_back('\0');
             fd_ = mkostemp(buf.data(), O_CLOEXEC);
-            if (fd_ < 0) throw Error("cannot create a file in " + dir_ + ": " + std::strerror(errno));
+            if (fd_ < 0) {
+                const int error = errno;
+                close(dir_fd_);
+                throw Error("cannot create a file in " + dir_ + ": " + std::strerror(error));
+            }
             temp_ = buf.data();
             const mode_t mask = umask(0);
             umask(mask);
@@ -61,9 +70,10 @@ public:
         }
     }
     ~OutputFile() {
+        // only a named temporary not renamed into place
+        if (!temp_.empty()) unlinkat(dir_fd_, temp_.substr(temp_.rfind('/') + 1).c_str(), 0);
         if (fd_ >= 0) close(fd_);
         if (dir_fd_ >= 0) close(dir_fd_);
-        if (!temp_.empty()) unlink(temp_.c_str());
     }
     OutputFile(const OutputFile&) = delete;
     OutputFile& operator=(const OutputFile&) = delete;
@@ -71,17 +81,18 @@ public:
 
     void commit() {
         if (fsync(fd_) != 0) throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
-        std::string from = temp_;
+        std::string from = temp_.empty() ? "" : temp_.substr(temp_.rfind('/') + 1);
         if (from.empty()) {  // give the unnamed file a temporary name, then rename it
             const std::string via = "/proc/self/fd/" + std::to_string(fd_);
             for (unsigned attempt = 0;; ++attempt) {
-                from = dir_ + "/." + name_ + ".numabind-" + std::to_string(getpid()) + "-" + std::to_string(attempt);
-                if (linkat(AT_FDCWD, via.c_str(), AT_FDCWD, from.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+                from = "." + name_ + ".numabind-" + std::to_string(getpid()) + "-" + std::to_string(attempt);
+                if (linkat(AT_FDCWD, via.c_str(), dir_fd_, from.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
                 if (errno != EEXIST || attempt > 100) throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
             }
-            temp_ = from;
+            temp_ = dir_ + "/" + from;
         }
-        if (rename(from.c_str(), target_.c_str()) != 0) throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
+        if (renameat(dir_fd_, from.c_str(), dir_fd_, name_.c_str()) != 0)
+            throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
         temp_.clear();
     }
 
