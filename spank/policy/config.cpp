@@ -36,6 +36,9 @@ UserChoice parse_option_value(std::string_view value) {
     if (value.empty())
         throw UsageError("invalid --numa-binding value '' (expected " + option_help() + ")");
     const std::string q = quoted(value);
+    // A NUL would end the value early wherever it is handed on as a C string.
+    if (value.find('\0') != std::string_view::npos)
+        throw UsageError("invalid --numa-binding value " + q + ": it contains a NUL byte (expected " + option_help() + ")");
     UserChoice c;
     auto items = split(value, ',');
     try {
@@ -79,6 +82,10 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
     SiteConfig s;
     std::set<std::string> seen;
     for (const std::string& arg : args) {
+        // A NUL would cut topology=, devices= or device_files= short where a C string is made.
+        if (arg.find('\0') != std::string::npos)
+            throw UsageError("plugstack.conf: argument " + quoted(arg) + " contains a NUL byte (valid arguments: " +
+                             kSiteKeys + ")");
         const size_t eq = arg.find('=');
         std::string key = arg.substr(0, eq);
         const std::string given_key = key;

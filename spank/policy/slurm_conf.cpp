@@ -88,34 +88,60 @@ bool is_yes(const std::string& value) {
 }
 
 std::vector<std::string> expand_brackets(const std::string& pattern) {
-    const size_t open = pattern.find('[');
-    if (open == std::string::npos) return {pattern};
-    const size_t close = pattern.find(']', open);
-    if (close == std::string::npos) throw UsageError("unbalanced '[' in '" + pattern + "'");
-    const std::string head = pattern.substr(0, open);
-    const std::vector<std::string> tails = expand_brackets(pattern.substr(close + 1));
-    std::vector<std::string> out;
-    std::istringstream items(pattern.substr(open + 1, close - open - 1));
-    std::string item;
-    while (std::getline(items, item, ',')) {
-        const size_t dash = item.find('-');
-        const std::string a = item.substr(0, dash);
-        const std::string b = dash == std::string::npos ? a : item.substr(dash + 1);
-        if (!all_digits(a) || !all_digits(b) || a.size() > 7 || b.size() > 7)
-            throw UsageError("bad range '" + item + "' in '" + pattern + "' (expected N or N-M)");
-        const long first = std::stol(a), last = std::stol(b);
-        if (last < first || last - first > 4096) throw UsageError("bad range '" + item + "' in '" + pattern + "'");
-        for (long i = first; i <= last; ++i) {
-            std::string n = std::to_string(i);
-            if (n.size() < a.size()) n = std::string(a.size() - n.size(), '0') + n;  // keep "00-07" widths
-            for (const std::string& t : tails) out.push_back(head + n + t);
+    if (pattern.size() > kMaxBracketPattern)
+        throw UsageError("name '" + pattern.substr(0, 64) + "...' is longer than " + std::to_string(kMaxBracketPattern) +
+                         " characters");
+    // Left to right, one bracket group at a time: the product of all groups is capped, not
+    // only each range (three n[0-4096] groups would be 68 billion names).
+    std::vector<std::string> out{""};
+    size_t pos = 0;
+    while (pos < pattern.size()) {
+        const size_t open = pattern.find('[', pos);
+        const std::string literal = pattern.substr(pos, open == std::string::npos ? std::string::npos : open - pos);
+        for (std::string& o : out) o += literal;
+        if (open == std::string::npos) break;
+        const size_t close = pattern.find(']', open);
+        if (close == std::string::npos) throw UsageError("unbalanced '[' in '" + pattern + "'");
+        std::vector<std::string> next;
+        std::istringstream items(pattern.substr(open + 1, close - open - 1));
+        std::string item;
+        while (std::getline(items, item, ',')) {
+            const size_t dash = item.find('-');
+            const std::string a = item.substr(0, dash);
+            const std::string b = dash == std::string::npos ? a : item.substr(dash + 1);
+            if (!all_digits(a) || !all_digits(b) || a.size() > 7 || b.size() > 7)
+                throw UsageError("bad range '" + item + "' in '" + pattern + "' (expected N or N-M)");
+            const long first = std::stol(a), last = std::stol(b);
+            if (last < first) throw UsageError("bad range '" + item + "' in '" + pattern + "'");
+            if (static_cast<size_t>(last - first + 1) * out.size() + next.size() > kMaxExpandedNames)
+                throw UsageError("'" + pattern + "' expands to more than " + std::to_string(kMaxExpandedNames) +
+                                 " names (the limit of numabind check)");
+            for (const std::string& head : out)
+                for (long i = first; i <= last; ++i) {
+                    std::string n = std::to_string(i);
+                    if (n.size() < a.size()) n = std::string(a.size() - n.size(), '0') + n;  // keep "00-07" widths
+                    next.push_back(head + n);
+                }
         }
+        out = std::move(next);
+        pos = close + 1;
     }
     return out;
 }
 
 GresGpus parse_gres_conf(const std::string& text, const std::string& node) {
     GresGpus g;
+    // All names of the file together are capped too: many lines each at the per-name cap
+    // would still take minutes.
+    size_t names = 0;
+    auto expand = [&](const std::string& part) {
+        std::vector<std::string> out = expand_brackets(part);
+        names += out.size();
+        if (names > kMaxGresNames)
+            throw UsageError("gres.conf expands to more than " + std::to_string(kMaxGresNames) +
+                             " names in all (the limit of numabind check)");
+        return out;
+    };
     for (const std::string& line : lines_of(text)) {
         const auto settings = settings_of(line);
         if (settings.empty()) continue;
@@ -123,7 +149,7 @@ GresGpus parse_gres_conf(const std::string& text, const std::string& node) {
         if (auto it = s.find("nodename"); it != s.end()) {
             bool mine = false;
             for (const std::string& part : split_top_level(it->second))
-                for (const std::string& n : expand_brackets(part)) mine = mine || n == node;
+                for (const std::string& n : expand(part)) mine = mine || n == node;
             if (!mine) continue;
         }
         if (auto it = s.find("autodetect"); it != s.end()) {
@@ -134,7 +160,7 @@ GresGpus parse_gres_conf(const std::string& text, const std::string& node) {
         auto file = s.find("file");
         if (name == s.end() || lower(name->second) != "gpu" || file == s.end()) continue;
         for (const std::string& part : split_top_level(file->second))
-            for (const std::string& f : expand_brackets(part)) g.files.push_back(f);
+            for (const std::string& f : expand(part)) g.files.push_back(f);
     }
     return g;
 }

@@ -20,7 +20,11 @@ std::map<std::string, std::string> parse_key_values(const std::string& text);
 bool is_yes(const std::string& value);  // yes/true/1, any case
 
 // Slurm's bracket ranges in one name: "/dev/nvidia[0-3,5]" -> /dev/nvidia0..3, /dev/nvidia5;
-// "nvidia[00-01]" keeps the width. Throws UsageError on a malformed range.
+// "nvidia[00-01]" keeps the width. Throws UsageError on a malformed range, a name longer
+// than kMaxBracketPattern, or more than kMaxExpandedNames names in all (the product of its
+// groups).
+inline constexpr size_t kMaxBracketPattern = 4096;
+inline constexpr size_t kMaxExpandedNames = 65536;
 std::vector<std::string> expand_brackets(const std::string& pattern);
 
 // What gres.conf says about GPUs on one node.
@@ -30,7 +34,9 @@ struct GresGpus {
     std::vector<std::string> files;    // File= of Name=gpu lines for this node, in gres index order
 };
 // Lines with NodeName= apply when `node` is one of its names (brackets expanded); a line
-// without NodeName= applies everywhere. Throws UsageError on a malformed range.
+// without NodeName= applies everywhere. Throws UsageError (expand_brackets's, or past
+// kMaxGresNames names in the whole text).
+inline constexpr size_t kMaxGresNames = 1 << 20;
 GresGpus parse_gres_conf(const std::string& text, const std::string& node);
 
 // Whether Slurm keeps a task from opening GPUs that are not its own: task/cgroup in

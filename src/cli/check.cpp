@@ -22,13 +22,15 @@
 #include <sstream>
 
 #include "api/task_planner.hpp"
+#include "bounded_io.hpp"
 #include "check_facts.hpp"
 #include "core/text.hpp"
 #include "hwloc/topology_cache.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
-#include "policy/config.hpp"  // spank/: parse_site_config, expand_path
+#include "policy/config.hpp"      // spank/: parse_site_config, expand_path
+#include "policy/file_trust.hpp"  // spank/: the engine loader's trust rule
 #include "sys/device_files.hpp"
 #include "xml_probe.hpp"
 
@@ -45,19 +47,20 @@ std::string root() {
     return r ? r : "";
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) return std::nullopt;
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
+// A configuration file: a regular file of at most kMaxConfigBytes (a FIFO or /dev/zero in its
+// place must not hang or exhaust a check run as root); `error` says why not.
+std::optional<std::string> read_file(const std::string& path, std::string* error = nullptr) {
+    std::string why;
+    auto text = cli::read_regular_file(path, cli::kMaxConfigBytes, why);
+    if (!text && error) *error = path + " " + why;
+    return text;
 }
 
+// The first line of a sysfs/procfs attribute (bounded like read_file).
 std::string first_line(const std::string& path) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    return line;
+    std::string why;
+    const auto text = cli::read_regular_file(path, 1 << 16, why);
+    return text ? text->substr(0, text->find('\n')) : "";
 }
 
 std::string short_hostname() {
@@ -84,27 +87,8 @@ FileFacts facts_of(const std::string& path) {
     return f;
 }
 
-std::string find_in_path(const std::string& program) {
-    const char* path = std::getenv("PATH");
-    std::istringstream dirs(path ? path : "");
-    std::string dir;
-    while (std::getline(dirs, dir, ':')) {
-        const std::string p = (dir.empty() ? "." : dir) + "/" + program;
-        if (access(p.c_str(), X_OK) == 0) return p;
-    }
-    return "";
-}
-
-// stdout of a command (its stderr dropped); nullopt when it could not run or failed.
-std::optional<std::string> command_output(const std::string& command) {
-    FILE* p = popen((command + " 2>/dev/null").c_str(), "r");
-    if (!p) return std::nullopt;
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1u << 20)) out.append(buf, n);
-    return pclose(p) == 0 ? std::optional<std::string>(out) : std::nullopt;
-}
+// How long a vendor tool may run: a GPU in a bad state can make these tools hang.
+constexpr int kToolSeconds = 20;
 
 std::string kernel_pci(const std::string& pci) {
     std::string a;
@@ -237,13 +221,31 @@ void check_vendor_tool(Context& c, Vendor vendor, const std::string& tool, const
     std::vector<const Accelerator*> mine;
     for (const Accelerator& a : c.accs)
         if (a.vendor == vendor && a.sub_index == 0) mine.push_back(&a);
-    const std::string path = find_in_path(tool);
-    if (path.empty() || mine.empty()) return;  // not present: nothing to compare with
+    if (mine.empty()) return;
+    std::vector<std::string> skipped;
+    const std::string path = cli::find_program(tool, skipped);
     Row r{"accelerators", tool + " " + args, Status::Ok, "", ""};
-    // A GPU in a bad state can make these tools hang: bounded when timeout(1) is there.
-    const std::string timeout = find_in_path("timeout");
-    const auto out = command_output((timeout.empty() ? "" : "'" + timeout + "' 20 ") + "'" + path + "' " + args);
-    const std::map<int, int> numa = out ? parse(*out) : std::map<int, int>{};
+    if (path.empty()) {
+        if (skipped.empty()) return;  // not present: nothing to compare with
+        r.status = Status::Warn;
+        r.detail = "not run: " + skipped.front();
+        r.fix = "install " + tool + " root-owned in a root-owned directory on an absolute PATH entry";
+        c.add(r);
+        return;
+    }
+    std::vector<std::string> argv{path};
+    std::istringstream words(args);
+    for (std::string w; words >> w;) argv.push_back(w);
+    const cli::ToolRun run = cli::run_bounded(argv, kToolSeconds);
+    if (run.timed_out) {
+        r.status = Status::Warn;
+        r.detail = path + " " + args + " did not finish within " + std::to_string(kToolSeconds) +
+                   " s; killed with its process group";
+        r.fix = "check the driver and the GPUs' state (" + tool + " hangs)";
+        c.add(r);
+        return;
+    }
+    const std::map<int, int> numa = run.started && run.status == 0 ? parse(run.out) : std::map<int, int>{};
     if (numa.empty()) {
         r.status = Status::Warn;
         r.detail = "ran " + path + " " + args + " but found no GPU NUMA affinity in its output";
@@ -370,8 +372,9 @@ std::vector<std::string> check_found_device_files(Context& c) {
     return files;
 }
 
-// device_files= of the plugstack line, each entry against the accelerator it stands for.
-void check_listed_device_files(Context& c) {
+// device_files= of the plugstack line, each entry against the accelerator it stands for;
+// returns how many entries the plugin uses (a missing file is left out, as the engine does).
+int check_listed_device_files(Context& c) {
     const std::vector<std::string>& listed = c.site->device_files;
     Row count{"plugstack", "device_files= count", Status::Ok, "", ""};
     if (listed.size() != c.accs.size()) {
@@ -380,8 +383,9 @@ void check_listed_device_files(Context& c) {
                        (c.accs.empty() ? ": ignored on a node without accelerators" : ": every step on this node fails");
         if (!c.accs.empty()) count.fix = "list exactly one device file per accelerator, in PCI order (numabind topo)";
         c.add(count);
-        return;
+        return 0;
     }
+    int used = 0;
     count.detail = std::to_string(listed.size()) + " file(s), one per accelerator";
     c.add(count);
     const std::string node = node_name(), host = short_hostname();
@@ -390,6 +394,7 @@ void check_listed_device_files(Context& c) {
         const std::string path = spank::expand_path(listed[i], node, host);
         const DeviceFileCheck v = check_device_file(path, a.pci, c.root, c.root);
         Row r{"plugstack", "device_files[" + std::to_string(i) + "] for " + gpu_label(a), Status::Ok, path + ": " + v.detail, ""};
+        used += v.verdict != DeviceFileVerdict::Missing;
         switch (v.verdict) {
             case DeviceFileVerdict::Matches: break;
             case DeviceFileVerdict::Unverifiable:
@@ -397,8 +402,11 @@ void check_listed_device_files(Context& c) {
                 r.fix = "cannot be checked here (no driver information); make sure the list is in PCI order";
                 break;
             case DeviceFileVerdict::Missing:
-                r.status = Status::Fail;
-                r.fix = "name an existing device file (tasks cannot open a missing one: the GPU counts as not held)";
+                // The engine's rule (listed_device_file in spank/engine/stepd.cpp): noted, and
+                // that GPU is found as without device_files=.
+                r.status = Status::Warn;
+                r.detail += "; the plugin notes it and finds that GPU without it";
+                r.fix = "name an existing device file, or leave the entry to the driver's file";
                 break;
             case DeviceFileVerdict::Mismatch: {
                 r.status = Status::Fail;
@@ -412,15 +420,17 @@ void check_listed_device_files(Context& c) {
         }
         c.add(r);
     }
+    return used;
 }
 
 // slurm.conf's directory also holds cgroup.conf and gres.conf.
 void check_slurm(Context& c) {
     const char* env = std::getenv("SLURM_CONF");
     const std::string conf = env && *env ? env : c.root + "/etc/slurm/slurm.conf";
-    const auto text = read_file(conf);
+    std::string conf_error;
+    const auto text = read_file(conf, &conf_error);
     if (!text) {
-        c.add({"slurm", "slurm.conf", Status::Warn, "cannot read " + conf,
+        c.add({"slurm", "slurm.conf", Status::Warn, "cannot read " + conf_error,
                "set SLURM_CONF, or run on a node with Slurm's configuration"});
         return;
     }
@@ -434,7 +444,10 @@ void check_slurm(Context& c) {
     c.add(task_plugin_row(get(kv, "taskplugin")));
 
     const std::string cgroup_path = dir + "/cgroup.conf";
-    const auto cgroup = read_file(cgroup_path);
+    std::string cgroup_error;
+    const auto cgroup = read_file(cgroup_path, &cgroup_error);
+    if (!cgroup && fs::exists(cgroup_path))
+        c.add({"slurm", "cgroup.conf", Status::Fail, "cannot read " + cgroup_error, "make it a regular file (Slurm reads it too)"});
     const auto constrain = cgroup ? get(parse_key_values(*cgroup), "constraindevices") : std::nullopt;
     c.add({"slurm", "ConstrainDevices", Status::Ok,
            !cgroup ? "no " + cgroup_path + ": devices not constrained; tasks may open every GPU"
@@ -444,9 +457,15 @@ void check_slurm(Context& c) {
            ""});
 
     const std::string gres_path = dir + "/gres.conf";
-    const auto gres_text = read_file(gres_path);
+    std::string gres_error;
+    const auto gres_text = read_file(gres_path, &gres_error);
     if (!gres_text) {
-        c.add({"slurm", "gres.conf", Status::Ok, "no " + gres_path + " (no GPU gres on this node)", ""});
+        std::error_code ec;
+        if (fs::exists(gres_path, ec))
+            c.add({"slurm", "gres.conf", Status::Fail, "cannot read " + gres_error,
+                   "make gres.conf a regular file of at most " + std::to_string(cli::kMaxConfigBytes) + " bytes"});
+        else
+            c.add({"slurm", "gres.conf", Status::Ok, "no " + gres_path + " (no GPU gres on this node)", ""});
         return;
     }
     const std::string node = node_name();
@@ -521,27 +540,36 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
     }
     c.add({"plugstack", "line", Status::Ok, where + ": " + p.control + " " + p.plugin, ""});
     const FileFacts plugin = facts_of(p.plugin);
+    // Slurm dlopen()s the plugin as root: the loader's trust rule (policy/file_trust.cpp).
+    const std::string untrusted = plugin.exists ? spank::untrusted_file(p.plugin, "the plugin", 0) : "";
     if (!plugin.exists) {
         c.add({"plugstack", "plugin", p.control == "required" ? Status::Fail : Status::Warn,
                p.plugin + " does not exist" +
                    (p.control == "required" ? ": every srun and sbatch fails" : ": jobs run without numabind"),
                "install the plugin there, or fix the path"});
+    } else if (!untrusted.empty()) {
+        c.add({"plugstack", "plugin", Status::Fail,
+               untrusted + ": Slurm loads it as root, so whoever can change it runs code as root",
+               "install the plugin owned by root, mode 0755, in directories only root can write"});
     } else {
         c.add({"plugstack", "plugin", Status::Ok, p.plugin, ""});
     }
-    // The step engine beside the front, with the owner and mode rule of spank/front/engine_loader.cpp.
-    const std::string engine = fs::path(p.plugin).parent_path().string() + "/numabind_stepd.so";
-    const FileFacts e = facts_of(engine);
-    const std::string refusal = engine_refusal(e, plugin);
-    std::ostringstream mode;
-    mode << std::oct << (e.mode & 07777);
-    if (refusal.empty())
-        c.add({"plugstack", "step engine", Status::Ok, engine + " (uid " + std::to_string(e.uid) + ", mode 0" + mode.str() + ")", ""});
-    else
-        c.add({"plugstack", "step engine", Status::Fail,
-               engine + " " + refusal + (e.exists ? " (uid " + std::to_string(e.uid) + ", mode 0" + mode.str() + ")" : "") +
-                   ": steps that bind fail (fallback=fail) or run unbound",
-               "install numabind_stepd.so from the same build beside the plugin, owned by root, mode 0755"});
+    // The step engine: the verdict of the front's own loader (slurmstepd runs it as root).
+    std::string engine, refusal;
+    const int engine_fd = spank::open_step_engine(p.plugin, spank::kStepEngineFile, 0, engine, refusal);
+    if (engine_fd >= 0) {
+        struct stat st {};
+        fstat(engine_fd, &st);
+        close(engine_fd);
+        std::ostringstream mode;
+        mode << std::oct << (st.st_mode & 07777);
+        c.add({"plugstack", "step engine", Status::Ok,
+               engine + " (uid " + std::to_string(st.st_uid) + ", mode 0" + mode.str() + ")", ""});
+    } else {
+        c.add({"plugstack", "step engine", Status::Fail, refusal + ": steps that bind fail (fallback=fail) or run unbound",
+               "install numabind_stepd.so from the same build beside the plugin's real file, owned by root, mode 0755, "
+               "in directories only root can write"});
+    }
     try {
         c.site = spank::parse_site_config(p.args);
     } catch (const UsageError& e2) {
@@ -593,22 +621,72 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
     }
 }
 
-// Lines of a plugstack.conf (and the files its include lines name) that load numabind.
-void find_numabind_lines(const std::string& file, std::vector<std::pair<std::string, std::string>>& out, int depth) {
-    const auto text = read_file(file);
-    if (!text || depth > 8) return;
+// Bounds on reading a plugstack.conf and its includes (check runs as root: files that
+// include each other must not take it forever).
+constexpr int kMaxIncludeDepth = 8;
+constexpr int kMaxPlugstackFiles = 64;
+
+// What the plugstack.conf and the files it includes load, read as slurmstepd reads them.
+struct PlugstackScan {
+    std::vector<std::pair<std::string, std::string>> numabind;  // line, "file:N"
+    std::vector<std::string> stack;                             // real paths being read (cycles)
+    int files = 0;
+    bool too_many_reported = false;
+};
+
+// Each file Slurm reads as root is a way to load code as root: it must be root's, in root's
+// directories (the loader's rule); so must every other plugin it names.
+void scan_plugstack(Context& c, const std::string& file, const std::string& from, PlugstackScan& scan, int depth) {
+    if (depth > kMaxIncludeDepth) {
+        c.add({"plugstack", "include", Status::Fail,
+               from + ": " + file + " not read: includes nested deeper than " + std::to_string(kMaxIncludeDepth) + " levels",
+               "flatten the includes (an include loop?)"});
+        return;
+    }
+    if (++scan.files > kMaxPlugstackFiles) {
+        if (!scan.too_many_reported)
+            c.add({"plugstack", "include", Status::Fail,
+                   from + ": " + file + " and the rest not read: more than " + std::to_string(kMaxPlugstackFiles) +
+                       " plugstack files",
+                   "include fewer files (an include loop?)"});
+        scan.too_many_reported = true;
+        return;
+    }
+    std::error_code ec;
+    const std::string real = fs::weakly_canonical(file, ec).string();
+    if (std::find(scan.stack.begin(), scan.stack.end(), real) != scan.stack.end()) {
+        c.add({"plugstack", "include", Status::Fail, from + ": " + file + " includes itself (an include loop)",
+               "remove the include line"});
+        return;
+    }
+    std::string error;
+    const auto text = read_file(file, &error);
+    if (!text) {
+        std::error_code missing;
+        if (depth > 0 || fs::exists(file, missing))  // a plugstack.conf that is not there is said below
+            c.add({"plugstack", depth ? "include" : "plugstack.conf", Status::Fail,
+                   (depth ? from + ": " : "") + "cannot read " + error,
+                   "only regular files of at most " + std::to_string(cli::kMaxConfigBytes) + " bytes"});
+        return;
+    }
+    if (const std::string why = spank::untrusted_file(file, "plugstack file", 0); !why.empty())
+        c.add({"plugstack", depth ? "include" : "plugstack.conf", Status::Fail,
+               why + (depth ? " (included from " + from + ")" : "") +
+                   ": whoever can change it adds plugins that Slurm loads as root",
+               "make it and its directories root's and closed to others' writes"});
+    scan.stack.push_back(real);
     std::istringstream in(*text);
     std::string line;
     int number = 0;
     while (std::getline(in, line)) {
         ++number;
+        const std::string where = file + ":" + std::to_string(number);
         const std::vector<std::string> w = words_of(line);
         if (w.size() >= 2 && w[0] == "include") {
             std::string pattern = w[1];
             if (pattern[0] != '/') pattern = fs::path(file).parent_path().string() + "/" + pattern;
             const fs::path pp(pattern);
             const std::string name = pp.filename().string();
-            std::error_code ec;
             std::vector<std::string> matches;
             if (name.find('*') == std::string::npos) {
                 matches.push_back(pattern);
@@ -619,14 +697,22 @@ void find_numabind_lines(const std::string& file, std::vector<std::pair<std::str
                     if (n.size() >= prefix.size() + suffix.size() && n.rfind(prefix, 0) == 0 &&
                         n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
                         matches.push_back(e.path().string());
+                    if (matches.size() > static_cast<size_t>(kMaxPlugstackFiles)) break;
                 }
                 std::sort(matches.begin(), matches.end());
             }
-            for (const std::string& m : matches) find_numabind_lines(m, out, depth + 1);
+            for (const std::string& m : matches) scan_plugstack(c, m, where, scan, depth + 1);
         } else if (w.size() >= 2 && w[1].find("spank_numabind") != std::string::npos) {
-            out.emplace_back(line, file + ":" + std::to_string(number));
+            scan.numabind.emplace_back(line, where);
+        } else if (w.size() >= 2 && (w[0] == "required" || w[0] == "optional")) {
+            // Another plugin: not numabind's to judge, but loaded as root all the same.
+            const std::string why = w[1][0] == '/' && fs::exists(w[1], ec) ? spank::untrusted_file(w[1], "plugin", 0) : "";
+            if (!why.empty())
+                c.add({"plugstack", "other plugin", Status::Fail, where + ": " + why + ": Slurm loads it as root",
+                       "install it owned by root, mode 0755, in directories only root can write"});
         }
     }
+    scan.stack.pop_back();
 }
 
 void check_plugstack(Context& c, const CheckOptions& o) {
@@ -639,11 +725,12 @@ void check_plugstack(Context& c, const CheckOptions& o) {
         auto kv = text ? parse_key_values(*text) : std::map<std::string, std::string>{};
         file = kv.count("plugstackconfig") ? kv["plugstackconfig"] : fs::path(conf).parent_path().string() + "/plugstack.conf";
     }
-    std::vector<std::pair<std::string, std::string>> lines;
-    find_numabind_lines(file, lines, 0);
+    PlugstackScan scan;
+    scan_plugstack(c, file, "", scan, 0);
+    const auto& lines = scan.numabind;
     if (lines.empty()) {
         c.add({"plugstack", "line", Status::Warn, "no spank_numabind line in " + file + " (or the files it includes)",
-               "add `required /path/spank_numabind.so [args]` (docs/SITE.md §2), or check with --plugstack LINE"});
+               "add `required /path/spank_numabind.so [args]` (docs/SITE.md section 2), or check with --plugstack LINE"});
         return;
     }
     if (lines.size() > 1)
@@ -768,8 +855,9 @@ CLI::App* add_check_command(CLI::App& app, CheckOptions& o) {
 }
 
 int run_check(const CheckOptions& o) {
-    if (!o.plugstack_file.empty() && !read_file(o.plugstack_file))
-        throw UsageError("--plugstack-file: cannot read '" + o.plugstack_file + "'");
+    std::string unreadable;
+    if (!o.plugstack_file.empty() && !read_file(o.plugstack_file, &unreadable))
+        throw UsageError("--plugstack-file: cannot read " + unreadable);
     Context c;
     c.root = root();
     {
@@ -790,8 +878,7 @@ int run_check(const CheckOptions& o) {
     int known = static_cast<int>(std::count_if(found.begin(), found.end(), [](const std::string& f) { return !f.empty(); }));
     if (c.site && !c.site->device_files.empty()) {
         // The plugin opens the listed files instead; a wrong entry is its own FAIL row above.
-        check_listed_device_files(c);
-        known = c.site->device_files.size() == c.accs.size() ? static_cast<int>(c.accs.size()) : 0;
+        known = check_listed_device_files(c);
     }
     c.add(gpu_rule_row(known, static_cast<int>(c.accs.size()), c.gres_in_pci_order));
     check_kernel(c);
@@ -800,7 +887,7 @@ int run_check(const CheckOptions& o) {
     std::vector<Row> rows = std::move(c.rows);
     std::stable_partition(rows.begin(), rows.end(), [](const Row& r) { return r.area != "plugstack"; });
     if (o.json)
-        std::cout << rows_to_json(rows).dump(2) << "\n";
+        std::cout << rows_to_json(rows).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // bytes of gres.conf names that are no UTF-8
     else
         std::cout << rows_to_table(rows);
     return exit_status(rows);

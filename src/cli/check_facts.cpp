@@ -7,6 +7,7 @@
 
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
+#include "policy/log_text.hpp"
 
 namespace numabind::check {
 
@@ -51,7 +52,12 @@ int exit_status(const std::vector<Row>& rows) {
     return std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == Status::Fail; }) ? 1 : 0;
 }
 
-std::string rows_to_table(const std::vector<Row>& rows) {
+std::string rows_to_table(const std::vector<Row>& rows_in) {
+    // Names come from files others write (gres.conf File=, plugstack lines): no control byte
+    // reaches the terminal (the plugin's log-line escaping, spank/policy/log_text.cpp).
+    std::vector<Row> rows = rows_in;
+    for (Row& r : rows)
+        for (std::string* f : {&r.area, &r.item, &r.detail, &r.fix}) *f = spank::log_safe(*f, std::string::npos - 8);
     size_t area_w = 4, item_w = 4;
     for (const Row& r : rows) {
         area_w = std::max(area_w, r.area.size());
@@ -193,15 +199,6 @@ std::map<int, int> parse_rocm_smi_numa(const std::string& text) {
         out[std::stoi(index)] = all_digits(value) && value.size() < 7 ? std::stoi(value) : -1;
     }
     return out;
-}
-
-std::string engine_refusal(const FileFacts& engine, const FileFacts& plugin) {
-    if (!engine.exists) return "missing";
-    if (!engine.regular) return "not a regular file";
-    if (engine.mode & 022) return "writable by group or others";
-    if (engine.uid != 0 && !(plugin.exists && plugin.uid == engine.uid))
-        return "owned by uid " + std::to_string(engine.uid) + ", neither root nor the plugin's owner";
-    return "";
 }
 
 std::optional<std::pair<int, int>> kernel_version(const std::string& release) {

@@ -49,6 +49,9 @@ using spank::devices_constrained;
 using spank::expand_brackets;
 using spank::GresGpus;
 using spank::is_yes;
+using spank::kMaxBracketPattern;
+using spank::kMaxExpandedNames;
+using spank::kMaxGresNames;
 using spank::parse_gres_conf;
 using spank::parse_key_values;
 using spank::words_of;
@@ -74,15 +77,13 @@ std::map<int, int> parse_nvidia_smi_topo(const std::string& text);
 // `rocm-smi --showtoponuma`: GPU index -> "(Topology) Numa Node" (-1 when unknown).
 std::map<int, int> parse_rocm_smi_numa(const std::string& text);
 
-// ---- the step engine beside the plugin (the rule of spank/front/engine_loader.cpp) ----
+// What `check` knows of a file from stat(2).
 struct FileFacts {
     bool exists = false;
     bool regular = false;
     unsigned mode = 0;  // st_mode
     unsigned uid = 0;
 };
-// "" when the front would load the engine; otherwise why it would not.
-std::string engine_refusal(const FileFacts& engine, const FileFacts& plugin);
 
 // "6.1.0-18-amd64" -> {6, 1}; nullopt when it does not start with two numbers.
 std::optional<std::pair<int, int>> kernel_version(const std::string& release);

@@ -1,16 +1,20 @@
 // Placement pictures (draw.hpp): styles written into an exported hwloc XML, lstopo renders.
 #include "draw.hpp"
 
+#include <fcntl.h>
 #include <hwloc.h>
-#include <sys/wait.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
+#include <vector>
 
+#include "bounded_io.hpp"
 #include "numabind/error.hpp"
 
 namespace numabind::draw {
@@ -24,23 +28,99 @@ struct TopologyHandle {
     }
 };
 
-// A temporary file removed when this goes out of scope.
-struct TempFile {
-    std::string path;
-    TempFile() {
-        const char* dir = std::getenv("TMPDIR");
-        std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/numabind-draw-XXXXXX.xml";
-        std::vector<char> buf(tmpl.begin(), tmpl.end());
-        buf.push_back('\0');
-        const int fd = mkstemps(buf.data(), 4);
-        if (fd < 0) throw Error("cannot create a temporary file in " + std::string(dir && *dir ? dir : "/tmp") + ": " + std::strerror(errno));
-        close(fd);
-        path = buf.data();
+// lstopo renders within this bound (a hung lstopo is killed with its process group).
+constexpr int kLstopoSeconds = 30;
+
+// The picture's new file, created unnamed in the target's directory (O_TMPFILE, or an
+// O_EXCL temporary removed on every exit when the file system has no O_TMPFILE) and renamed
+// over the target only when complete. The target itself is never opened: a symlink, a FIFO
+// or a device in its place is refused, and rename() replaces a name, never what it points
+// at. A killed run leaves nothing behind (an O_TMPFILE has no name until committed).
+class OutputFile {
+public:
+    explicit OutputFile(const std::string& target) : target_(target) {
+        const size_t slash = target.rfind('/');
+        dir_ = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+        name_ = slash == std::string::npos ? target : target.substr(slash + 1);
+        // Everything below is relative to this one directory: a swap of the path's
+        // directories between the steps cannot move where the file lands.
+        dir_fd_ = open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd_ < 0) throw Error("cannot open the directory of '" + target + "': " + std::strerror(errno));
+        struct stat st {};
+        if (fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+            close(dir_fd_);
+            throw UsageError("invalid --draw file '" + target + "': it is " + kind(st.st_mode) +
+                             "; not replaced (name a new file or a regular file)");
+        }
+        fd_ = openat(dir_fd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+        if (fd_ < 0) {  // no O_TMPFILE here: a named temporary, removed by the destructor
+            std::string tmpl = dir_ + "/." + name_ + ".numabind-XXXXXX";
+            std::vector<char> buf(tmpl.begin(), tmpl.end());
+            buf.push_back('\0');
+            fd_ = mkostemp(buf.data(), O_CLOEXEC);
+            if (fd_ < 0) {
+                const int error = errno;
+                close(dir_fd_);
+                throw Error("cannot create a file in " + dir_ + ": " + std::strerror(error));
+            }
+            temp_ = buf.data();
+            const mode_t mask = umask(0);
+            umask(mask);
+            fchmod(fd_, 0666 & ~mask);
+        }
     }
-    ~TempFile() { unlink(path.c_str()); }
+    ~OutputFile() {
+        // only a named temporary not renamed into place
+        if (!temp_.empty()) unlinkat(dir_fd_, temp_.substr(temp_.rfind('/') + 1).c_str(), 0);
+        if (fd_ >= 0) close(fd_);
+        if (dir_fd_ >= 0) close(dir_fd_);
+    }
+    OutputFile(const OutputFile&) = delete;
+    OutputFile& operator=(const OutputFile&) = delete;
+    int fd() const { return fd_; }
+
+    void commit() {
+        if (fsync(fd_) != 0) throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
+        std::string from = temp_.empty() ? "" : temp_.substr(temp_.rfind('/') + 1);
+        if (from.empty()) {  // give the unnamed file a temporary name, then rename it
+            const std::string via = "/proc/self/fd/" + std::to_string(fd_);
+            for (unsigned attempt = 0;; ++attempt) {
+                from = "." + name_ + ".numabind-" + std::to_string(getpid()) + "-" + std::to_string(attempt);
+                if (linkat(AT_FDCWD, via.c_str(), dir_fd_, from.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+                if (errno != EEXIST || attempt > 100) throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
+            }
+            temp_ = dir_ + "/" + from;
+        }
+        if (renameat(dir_fd_, from.c_str(), dir_fd_, name_.c_str()) != 0)
+            throw Error("cannot write '" + target_ + "': " + std::strerror(errno));
+        temp_.clear();
+    }
+
+private:
+    static std::string kind(mode_t mode) {
+        if (S_ISLNK(mode)) return "a symlink";
+        if (S_ISFIFO(mode)) return "a FIFO";
+        if (S_ISDIR(mode)) return "a directory";
+        if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+        return "not a regular file";
+    }
+    std::string target_, dir_, name_, temp_;
+    int dir_fd_ = -1;
+    int fd_ = -1;
 };
 
-void styled_xml(const std::string& topology, const Styles& styles, const std::string& title, const std::string& out) {
+void write_all(int fd, const char* data, size_t size, const std::string& what) {
+    while (size > 0) {
+        const ssize_t n = write(fd, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error("cannot write " + what + ": " + std::strerror(errno));
+        data += n;
+        size -= static_cast<size_t>(n);
+    }
+}
+
+// The styled XML, written to `out_fd`.
+void styled_xml(const std::string& topology, const Styles& styles, const std::string& title, int out_fd, const std::string& out) {
     TopologyHandle h;
     if (hwloc_topology_init(&h.t) != 0) throw Error("hwloc_topology_init failed");
     hwloc_topology_set_io_types_filter(h.t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);  // the GPUs and NICs
@@ -61,46 +141,32 @@ void styled_xml(const std::string& topology, const Styles& styles, const std::st
     hwloc_obj_t root = hwloc_get_root_obj(h.t);
     if (!title.empty()) hwloc_obj_add_info(root, "lstopoLegend", title.c_str());
     for (const std::string& line : styles.legend) hwloc_obj_add_info(root, "lstopoLegend", line.c_str());
-    if (hwloc_topology_export_xml(h.t, out.c_str(), 0) != 0)
-        throw Error("cannot write '" + out + "': " + std::strerror(errno));
+    char* xml = nullptr;
+    int length = 0;
+    if (hwloc_topology_export_xmlbuffer(h.t, &xml, &length, 0) != 0 || !xml)
+        throw Error("cannot export the topology for '" + out + "': " + std::strerror(errno));
+    const std::unique_ptr<char, void (*)(char*)> keep(xml, [](char* b) { hwloc_free_xmlbuffer(nullptr, b); });
+    // length counts the terminating NUL
+    write_all(out_fd, xml, length > 0 ? static_cast<size_t>(length) - 1 : 0, "'" + out + "'");
 }
 
-std::string find_lstopo() {
-    const char* path = std::getenv("PATH");
-    std::string dirs = path ? path : "/usr/bin";
-    size_t start = 0;
-    while (start <= dirs.size()) {
-        size_t end = dirs.find(':', start);
-        if (end == std::string::npos) end = dirs.size();
-        const std::string p = dirs.substr(start, end - start) + "/lstopo";
-        if (access(p.c_str(), X_OK) == 0) return p;
-        start = end + 1;
-    }
-    return "";
-}
-
-// lstopo --input XML --of FORMAT --no-factorize -f FILE, its stderr passed through.
-void run_lstopo(const std::string& xml, const std::string& format, const std::string& file) {
-    const std::string lstopo = find_lstopo();
+// lstopo --input /proc/self/fd/N --of FORMAT --no-factorize - > the new file, its stderr
+// passed through, bounded in time.
+void run_lstopo(int xml_fd, const std::string& format, int out_fd, const std::string& file) {
+    std::vector<std::string> skipped;
+    const std::string lstopo = cli::find_program("lstopo", skipped);
     if (lstopo.empty())
-        throw Error("--draw needs hwloc's lstopo (with cairo: Debian/Ubuntu package hwloc, RHEL hwloc-gui) in PATH");
+        throw Error("--draw needs hwloc's lstopo (with cairo: Debian/Ubuntu package hwloc, RHEL hwloc-gui) in PATH" +
+                    (skipped.empty() ? std::string() : "; not run: " + skipped.front()));
     // --no-default-legend: our legend lines only (no date or host name: the same plan draws the same picture)
-    std::vector<std::string> args = {lstopo, "--input", xml, "--if", "xml", "--of", format, "--no-factorize", "--no-default-legend", "-f", file};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) throw Error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
-        execv(argv[0], argv.data());
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        throw Error("lstopo could not write '" + file + "' (exit status " +
-                    std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) + ")");
+    const cli::ToolRun run = cli::run_bounded({lstopo, "--input", "/proc/self/fd/" + std::to_string(xml_fd), "--if", "xml",
+                                               "--of", format, "--no-factorize", "--no-default-legend", "-"},
+                                              kLstopoSeconds, out_fd, true, xml_fd);
+    if (!run.started) throw Error(std::string("cannot run ") + lstopo + ": " + std::strerror(errno));
+    if (run.timed_out)
+        throw Error("lstopo did not write '" + file + "' within " + std::to_string(kLstopoSeconds) + " s; killed");
+    if (run.status != 0)
+        throw Error("lstopo could not write '" + file + "' (exit status " + std::to_string(run.status) + ")");
 }
 
 }  // namespace
@@ -117,10 +183,18 @@ void draw_placement(const std::string& topology, const std::vector<TaskPaint>& t
                     const std::string& file) {
     const std::string format = format_of(file);
     const Styles styles = paint(tasks);
-    if (format == "xml") return styled_xml(topology, styles, title, file);
-    TempFile xml;
-    styled_xml(topology, styles, title, xml.path);
-    run_lstopo(xml.path, format, file);
+    OutputFile out(file);
+    if (format == "xml") {
+        styled_xml(topology, styles, title, out.fd(), file);
+    } else {
+        // The intermediate XML lives in memory only: nothing to leave in $TMPDIR.
+        const int xml_fd = memfd_create("numabind-draw.xml", MFD_CLOEXEC);
+        if (xml_fd < 0) throw Error(std::string("memfd_create: ") + std::strerror(errno));
+        const std::unique_ptr<int, void (*)(int*)> keep(new int(xml_fd), [](int* fd) { close(*fd); delete fd; });
+        styled_xml(topology, styles, title, xml_fd, file);
+        run_lstopo(xml_fd, format, out.fd(), file);
+    }
+    out.commit();
 }
 
 }  // namespace numabind::draw

@@ -148,6 +148,30 @@ uint16_t u16(Line& l) {
     return static_cast<uint16_t>(v);
 }
 
+bool valid_nic_name(std::string_view name) {
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+               c == ':' || c == '-';
+    });
+}
+
+// 'text' with bytes outside printable ASCII, the quote and the backslash as \xNN, capped.
+std::string escaped(std::string_view text) {
+    static const char digits[] = "0123456789abcdef";
+    std::string out = "'";
+    for (size_t i = 0; i < text.size() && i < 64; ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\') {
+            out += "\\x";
+            out += digits[c >> 4];
+            out += digits[c & 15];
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out + (text.size() > 64 ? "...'" : "'");
+}
+
 }  // namespace
 
 std::string model_to_text(const Topology& m) {
@@ -275,6 +299,10 @@ Topology model_from_text(std::string_view whole, const ModelLimits& limits) {
             if (subtype != "-") n.subtype = std::string(subtype);
             n.name = std::string(l.rest());
             if (n.name.empty()) l.fail("a network device without a name");
+            // The name goes into UCX_NET_DEVICES and log lines: only what interface and
+            // RDMA device names are made of.
+            if (!valid_nic_name(n.name))
+                l.fail("network device name " + escaped(n.name) + " has characters outside [A-Za-z0-9_.:-]");
             if (d.net_devices.size() >= 256) l.fail("more than 256 network devices on one PCI function");
             d.net_devices.push_back(std::move(n));
         } else if (kind == "distance") {

@@ -121,14 +121,18 @@ TEST(Tools, RocmSmiNumaNode) {
     EXPECT_EQ(parse_rocm_smi_numa(out), (std::map<int, int>{{0, 0}, {1, 3}}));
 }
 
-TEST(Engine, RefusalFollowsTheLoaderRule) {
-    FileFacts plugin{true, true, 0100755, 1000};
-    EXPECT_EQ(engine_refusal({false, false, 0, 0}, plugin), "missing");
-    EXPECT_EQ(engine_refusal({true, false, 040755, 0}, plugin), "not a regular file");
-    EXPECT_EQ(engine_refusal({true, true, 0100775, 0}, plugin), "writable by group or others");
-    EXPECT_EQ(engine_refusal({true, true, 0100755, 0}, plugin), "");
-    EXPECT_EQ(engine_refusal({true, true, 0100755, 1000}, plugin), "");  // the plugin's owner
-    EXPECT_NE(engine_refusal({true, true, 0100755, 1001}, plugin).find("uid 1001"), std::string::npos);
+TEST(Gres, BracketExpansionIsBoundedInProduct) {
+    // Each range within bounds, their product not: refused before anything is built.
+    try {
+        expand_brackets("n[0-4096]x[0-4096]y[0-4096]");
+        ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("more than 65536 names"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(parse_gres_conf("NodeName=n[0-4096][0-4096][0-4096] Name=gpu File=/dev/nvidia0\n", "n0"), UsageError);
+    EXPECT_EQ(expand_brackets("a[0-1]b[7,9]").size(), 4u);
+    EXPECT_EQ(expand_brackets("a[0-1]b[7,9]")[3], "a1b9");
+    EXPECT_THROW(expand_brackets(std::string(5000, 'x')), UsageError);
 }
 
 TEST(Kernel, Version) {

@@ -107,6 +107,31 @@ TEST(ModelText, MalformedIsAnErrorNamingTheLine) {
     EXPECT_EQ(error_of("numabind-model 2\ncore 0 -1 -1\n"), "model cache: cut short (no end line)");
 }
 
+// A NIC name goes into UCX_NET_DEVICES: a cache whose name has anything outside the
+// characters of interface and RDMA device names is refused, naming the name escaped.
+TEST(ModelText, NicNamesOutsideTheirCharactersAreRefused) {
+    const auto topo = nb::test::load(nb::test::generated("dgx-h100"));
+    const std::string text = nb::model_to_text(topo->model());
+    const size_t net = text.find("\nnet ");
+    ASSERT_NE(net, std::string::npos) << "dgx-h100 has fabric NICs";
+    const size_t eol = text.find('\n', net + 1);
+    const std::string body = text.substr(0, text.rfind("end "));
+    const std::string line = text.substr(net + 1, eol - net - 1);
+    const std::string name = line.substr(line.rfind(' ') + 1);
+    EXPECT_NO_THROW(nb::model_from_text(with_end(body)));
+    for (const std::string bad : {name + ",mlx5_9:1", name + "\x1b[31m", name + ";x", std::string("a/b")}) {
+        std::string changed = body;
+        changed.replace(net + 1 + line.size() - name.size(), name.size(), bad);
+        try {
+            nb::model_from_text(with_end(changed));
+            ADD_FAILURE() << bad << ": accepted";
+        } catch (const nb::Error& e) {
+            EXPECT_NE(std::string(e.what()).find("has characters outside [A-Za-z0-9_.:-]"), std::string::npos) << e.what();
+            EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << "the name is escaped";
+        }
+    }
+}
+
 // A file cut at any line boundary, or with one byte changed, or with a line added after its
 // end, is refused: never a smaller model (one without its GPUs, say).
 TEST(ModelText, ACutOrChangedTextIsRefused) {

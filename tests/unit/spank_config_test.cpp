@@ -132,6 +132,23 @@ TEST(SpankSite, StrictParsing) {
     EXPECT_NE(e.find("default=<mode>"), std::string::npos) << e;
 }
 
+// A NUL inside a value would cut it short where it becomes a C string: refused everywhere,
+// in one line naming the argument (escaped) and the valid choices.
+TEST(SpankSite, EmbeddedNulIsRefused) {
+    using namespace std::string_literals;
+    for (const std::string arg : {"topology=/etc/a.xml\0/b.xml"s, "devices=10de\0,1002"s, "device_files=/dev/nvidia0\0x"s,
+                                  "default=node\0"s, "ucx=yes\0"s}) {
+        const std::string e = usage_error([&] { parse_site_config({arg}); });
+        EXPECT_NE(e.find("contains a NUL byte"), std::string::npos) << e;
+        EXPECT_NE(e.find("\\x00"), std::string::npos) << e;
+        EXPECT_NE(e.find("valid arguments: default=<mode>"), std::string::npos) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+    const std::string e = usage_error([] { parse_option_value("node,verbose\0,ucx"s); });
+    EXPECT_NE(e.find("contains a NUL byte"), std::string::npos) << e;
+    EXPECT_NE(e.find("with mode one of"), std::string::npos) << e;
+}
+
 TEST(SpankSite, PathExpansion) {
     EXPECT_EQ(expand_path("/t/%n-%h.xml", "n1", "host"), "/t/n1-host.xml");
     EXPECT_EQ(expand_path("/t/100%%/%n", "n2", "h"), "/t/100%/n2");
