@@ -184,6 +184,7 @@ GpuIdentity gpu_identity(size_t accelerators, size_t known_files, size_t gres_fi
     if (known_files >= accelerators) return GpuIdentity::DeviceFiles;
     if (slurm_files_usable(gres_files, accelerators)) return GpuIdentity::SlurmDeviceFiles;
     if (devices_constrained == false) return GpuIdentity::GresIndex;
+    if (accelerators - known_files == 1) return GpuIdentity::OneUnknown;
     return GpuIdentity::Guess;
 }
 

@@ -52,6 +52,7 @@ enum class GpuIdentity {
     DeviceFiles,       // every device file known: what the task can open, the variable on top
     SlurmDeviceFiles,  // the unknown ones taken from gres.conf (one File= per accelerator)
     GresIndex,         // no constraint by Slurm: the runtime variable is the gres index
+    OneUnknown,        // one file unknown: the task's variable tells whether that GPU is its own
     Guess,             // the tasks share the step's list; said once per step
 };
 GpuIdentity gpu_identity(size_t accelerators, size_t known_files, size_t gres_files,

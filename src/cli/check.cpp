@@ -111,6 +111,11 @@ struct Context {
     DeviceMatcher matcher = DeviceMatcher::builtin();
     std::optional<spank::SiteConfig> site;  // the plugstack line's arguments, when they parse
     std::optional<bool> gres_in_pci_order;
+    // What the plugin reads too: its plugstack topology= (when it names one that loads, the
+    // plugin binds by that file's accelerators), Slurm's device constraint, gres.conf's files.
+    std::optional<std::vector<Accelerator>> plugin_accs;
+    std::optional<bool> devices_constrained;
+    size_t gres_files = 0;
     std::vector<Row> rows;
     void add(Row r) { rows.push_back(std::move(r)); }
 };
@@ -449,11 +454,17 @@ void check_slurm(Context& c) {
     if (!cgroup && fs::exists(cgroup_path))
         c.add({"slurm", "cgroup.conf", Status::Fail, "cannot read " + cgroup_error, "make it a regular file (Slurm reads it too)"});
     const auto constrain = cgroup ? get(parse_key_values(*cgroup), "constraindevices") : std::nullopt;
+    c.devices_constrained = devices_constrained(text, cgroup);  // the plugin's reading
     c.add({"slurm", "ConstrainDevices", Status::Ok,
-           !cgroup ? "no " + cgroup_path + ": devices not constrained; tasks may open every GPU"
+           *c.devices_constrained
+               ? "yes (" + cgroup_path + ", TaskPlugin task/cgroup): a task can open only its step's GPUs, and only "
+                                         "its own under --gpus-per-task or --gpu-bind"
            : constrain && is_yes(*constrain)
-               ? "yes (" + cgroup_path + "): a task can open only its own GPUs"
-               : "no (" + cgroup_path + "): tasks may open every GPU; the GPU runtime variables choose among them",
+               ? "yes in " + cgroup_path + " but TaskPlugin has no task/cgroup: devices not constrained; tasks may "
+                                          "open every GPU"
+           : !cgroup ? "no " + cgroup_path + ": devices not constrained; tasks may open every GPU"
+                     : "no (" + cgroup_path + "): tasks may open every GPU; the GPU runtime variables (Slurm's gres "
+                                              "index) choose among them",
            ""});
 
     const std::string gres_path = dir + "/gres.conf";
@@ -476,6 +487,7 @@ void check_slurm(Context& c) {
         c.add({"slurm", "gres.conf", Status::Fail, gres_path + ": " + e.what(), "fix the line (Slurm refuses it too)"});
         return;
     }
+    c.gres_files = gres.files.size();
     if (gres.autodetect && gres.files.empty()) {
         c.gres_in_pci_order = true;
         c.add({"slurm", "gres.conf order", Status::Ok, "AutoDetect=" + gres.autodetect_value + ": Slurm lists the GPUs in PCI order", ""});
@@ -601,6 +613,7 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
             if (a.all_pus() != b.all_pus()) diff += " CPUs " + a.all_pus().to_string() + " vs " + b.all_pus().to_string() + ";";
             if (a.cpu_nodes() != b.cpu_nodes()) diff += " NUMA nodes " + nodes_text(a.cpu_nodes()) + " vs " + nodes_text(b.cpu_nodes()) + ";";
             const auto ta = find_accelerators(a, c.matcher), tb = find_accelerators(b, c.matcher);
+            c.plugin_accs = ta;
             for (size_t i = 0; i < std::max(ta.size(), tb.size()); ++i) {
                 if (i >= ta.size() || i >= tb.size() || ta[i].pci != tb[i].pci || ta[i].home_nodes != tb[i].home_nodes) {
                     diff += " accelerators differ (" + std::to_string(ta.size()) + " in the file, " + std::to_string(tb.size()) + " here);";
@@ -873,14 +886,18 @@ int run_check(const CheckOptions& o) {
     check_vendor_tool(c, Vendor::Nvidia, "nvidia-smi", "topo -m", parse_nvidia_smi_topo);
     check_vendor_tool(c, Vendor::Amd, "rocm-smi", "--showtoponuma", parse_rocm_smi_numa);
     check_nvml(c);
-    const std::vector<std::string> found = check_found_device_files(c);
+    check_found_device_files(c);  // one row per accelerator of this node
     check_slurm(c);
-    int known = static_cast<int>(std::count_if(found.begin(), found.end(), [](const std::string& f) { return !f.empty(); }));
+    // The accelerators the plugin binds by: its topology= file's where it names one.
+    const std::vector<Accelerator>& plugin_accs = c.plugin_accs ? *c.plugin_accs : c.accs;
+    int known = 0;
+    for (const Accelerator& a : plugin_accs) known += device_file_for_pci(a.pci, c.root, c.root).empty() ? 0 : 1;
     if (c.site && !c.site->device_files.empty()) {
         // The plugin opens the listed files instead; a wrong entry is its own FAIL row above.
         known = check_listed_device_files(c);
     }
-    c.add(gpu_rule_row(known, static_cast<int>(c.accs.size()), c.gres_in_pci_order));
+    c.add(gpu_rule_row(known, static_cast<int>(plugin_accs.size()), c.gres_files, c.devices_constrained,
+                       c.gres_in_pci_order));
     check_kernel(c);
     check_model_cache(c);
     // Node facts first, then the plugstack line, as an admin reads them.

@@ -134,34 +134,61 @@ OrderCheck pci_order(const std::vector<std::string>& pci) {
     return c;
 }
 
-Row gpu_rule_row(int known, int total, const std::optional<bool>& gres_in_pci_order) {
+Row gpu_rule_row(int known, int total, size_t gres_files, const std::optional<bool>& devices_constrained,
+                 const std::optional<bool>& gres_in_pci_order) {
     Row r{"device files", "GPU rule the plugin uses", Status::Ok, "", ""};
     const int unknown = total - known;
+    // Where Slurm's gres index stands for the accelerator's PCI position, gres.conf's order matters.
+    auto needs_pci_order = [&](Row& row) {
+        if (gres_in_pci_order && *gres_in_pci_order) {
+            row.detail += ", right here since gres.conf lists the GPUs in PCI order";
+            return;
+        }
+        row.status = Status::Warn;
+        row.detail += gres_in_pci_order ? "; gres.conf does not list the GPUs in PCI order, so tasks are bound next to "
+                                          "the wrong GPUs"
+                                        : "; whether gres.conf lists the GPUs in PCI order cannot be told here";
+        row.fix = "give device_files= in the plugstack line (or load the driver that provides /proc/driver/nvidia or "
+                  "DRM render nodes), or list gres.conf File= in PCI order (AutoDetect=nvml does)";
+    };
     if (total == 0) {
         r.detail = "no accelerator: steps on this node are left alone";
-    } else if (unknown == 0) {
-        r.detail = "every accelerator's device file is known: each task open()s them and binds to the GPUs it "
-                   "can open (one rule with or without ConstrainDevices)";
-    } else if (unknown == 1) {
-        r.detail = std::to_string(known) + " of " + std::to_string(total) +
-                   " device files known: tasks are still bound per device (the one unknown GPU is the one no "
-                   "opened file accounts for)";
-    } else {
-        r.detail = std::to_string(unknown) + " of " + std::to_string(total) +
-                   " device files unknown: the tasks share the step's SLURM_STEP_GPUS list by the ownership rule "
-                   "(where devices are not constrained, the GPU variable is read as Slurm's gres index instead)";
-        if (gres_in_pci_order && *gres_in_pci_order) {
-            r.detail += ", right here since gres.conf lists the GPUs in PCI order";
-        } else {
-            r.status = Status::Warn;
-            r.detail += gres_in_pci_order ? "; gres.conf does not list the GPUs in PCI order, so tasks are bound "
-                                            "next to the wrong GPUs"
-                                          : "; whether gres.conf lists the GPUs in PCI order cannot be told here";
-            r.fix = "give device_files= in the plugstack line (or load the driver that provides "
-                    "/proc/driver/nvidia or DRM render nodes), or list gres.conf File= in PCI order "
-                    "(AutoDetect=nvml does)";
-        }
+        return r;
     }
+    switch (spank::gpu_identity(static_cast<size_t>(total), static_cast<size_t>(known), gres_files, devices_constrained)) {
+        case spank::GpuIdentity::DeviceFiles:
+            r.detail = "every accelerator's device file is known: each task open()s them and binds to the GPUs it "
+                       "can open, its GPU variable counted over those (with ConstrainDevices, a task opens its step's "
+                       "GPUs, only its own under --gpus-per-task or --gpu-bind)";
+            return r;
+        case spank::GpuIdentity::SlurmDeviceFiles:
+            r.detail = std::to_string(unknown) + " of " + std::to_string(total) +
+                       " device files unknown to numabind: gres.conf's File= paths (one per accelerator) stand in, gres "
+                       "index i for accelerator i; each task binds to the GPUs it can open among them";
+            needs_pci_order(r);
+            return r;
+        case spank::GpuIdentity::GresIndex:
+            r.detail = std::to_string(unknown) + " of " + std::to_string(total) +
+                       " device files unknown and Slurm does not constrain devices: each task's GPU variable is read "
+                       "as Slurm's gres index";
+            needs_pci_order(r);
+            return r;
+        case spank::GpuIdentity::OneUnknown:
+            r.detail = std::to_string(known) + " of " + std::to_string(total) +
+                       " device files known: tasks are still bound per device (the one unknown GPU is the one no "
+                       "opened file accounts for)";
+            return r;
+        case spank::GpuIdentity::Guess:
+            break;
+    }
+    r.status = Status::Warn;
+    r.detail = std::to_string(unknown) + " of " + std::to_string(total) +
+               " device files unknown, no gres.conf File= per accelerator, and Slurm " +
+               (devices_constrained ? "constrains devices" : "'s configuration cannot be read") +
+               ": the tasks share the step's SLURM_STEP_GPUS by the ownership rule; a task given GPUs of its own is "
+               "bound by a guess, said once per step";
+    r.fix = "give device_files= in the plugstack line (or load the driver that provides /proc/driver/nvidia or DRM "
+            "render nodes)";
     return r;
 }
 

@@ -67,9 +67,12 @@ struct OrderCheck {
 OrderCheck pci_order(const std::vector<std::string>& pci_in_gres_order);
 
 // ---- which GPU rule the plugin uses (docs/SITE.md §6) ----
-// known: accelerators whose device file is known (device_files= or found); total: all.
+// known: accelerators whose device file is known (device_files= or found); total: all;
+// gres_files: gres.conf's Name=gpu File= count for this node; devices_constrained: Slurm's
+// (spank::devices_constrained). The way is the plugin's own rule (spank::gpu_identity).
 // gres_in_pci_order: nullopt when it cannot be told.
-Row gpu_rule_row(int known, int total, const std::optional<bool>& gres_in_pci_order);
+Row gpu_rule_row(int known, int total, size_t gres_files, const std::optional<bool>& devices_constrained,
+                 const std::optional<bool>& gres_in_pci_order);
 
 // ---- tool outputs ----
 // `nvidia-smi topo -m`: GPU index -> NUMA affinity (the node number, -1 for "N/A").

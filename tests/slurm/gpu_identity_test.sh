@@ -6,7 +6,10 @@
 # guess said once, --cpu-bind=verbose leaving a site default on, numabind's own
 # UCX_NET_DEVICES removed from unbound steps).
 #
-#   gpu_identity_test.sh [PATH/spank_numabind.so]      (as root; default: build/spank/spank_numabind.so)
+#   gpu_identity_test.sh [PATH/spank_numabind.so [PATH/numabind]]   (as root; default: the build's)
+#
+# `numabind check`'s GPU-rule row, run in a task on the same node with the same plugstack.conf,
+# must describe what the plugin did there (a guess exactly where the plugin says one).
 #
 # 4 fake GPUs (mknod'ed, gres.conf in PCI order) on 2 fake NUMA nodes (GPUs 0,1 on node 0,
 # GPUs 2,3 on node 1). Each task's truth is what it can open and its CUDA_VISIBLE_DEVICES
@@ -27,6 +30,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+NB=${2:-$ROOT/build/numabind}
+[ -x "$NB" ] || { echo "numabind CLI $NB not found"; exit 1; }
 install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"
 cc -shared -fPIC -O1 -DHELPER_SLOW -o "$D/helper_SLOW.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
 chmod 0755 "$D"/*.so "$D/report.sh"
@@ -44,6 +49,13 @@ tasks() {
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
 }
 lines() { grep -c "$1" "$D/err"; }
+# numabind check's GPU-rule row on the node (in a task, as the plugin sees it): "STATUS|DETAIL"
+rule_row() {
+  timeout 120 srun -s -n1 "$NB" check --plugstack-file "$CD/plugstack.conf" --json 2>/dev/null | python3 -c '
+import json, sys
+rows = [r for r in json.load(sys.stdin)["rows"] if r["item"] == "GPU rule the plugin uses"]
+print("%s|%s" % (rows[0]["status"], rows[0]["detail"]) if rows else "none|")'
+}
 plug() { printf '%s\n' "$@" >"$CD/plugstack.conf"; }
 # "rank:GPU used:NUMABIND_DEVICES:CPUs" per task, and what it must be: the used GPU's CPUs.
 bound() { paste -d: <(report_values "$D/out" uses) <(report_values "$D/out" devs) <(report_values "$D/out" cpus) | paste -sd' '; }
@@ -70,6 +82,10 @@ for setup in "ConstrainDevices=no:--cgroup" "ConstrainDevices=yes:--constrain-de
   tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0
   identity "$name, no device files, map_gpu:2,0 under default=node: each task on its GPU's node"
   check_eq "$name, no device files: nothing said (the identity is known, not guessed)" 0 "$(lines 'cannot be told')"
+  row=$(rule_row)
+  # (WARN here only because the fake GPUs' PCI order cannot be told without a driver)
+  check_eq "$name, no device files: check's GPU rule is the plugin's (gres.conf's files stand in)" yes \
+    "$([[ $row == *"gres.conf's File="* && $row != *guess* ]] && echo yes || echo "no: $row")"
   plug "$NOFILES"
   tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
   identity "$name, no device files, map_gpu:2,0, exclusive"
@@ -97,9 +113,15 @@ for setup in "ConstrainDevices=no:--cgroup" "ConstrainDevices=yes:--constrain-de
   if [ "$name" = ConstrainDevices=no ]; then
     identity "$name, gres.conf not one file per accelerator: Slurm's variable is the gres index"
     check_eq "$name, gres index known: no guess said" 0 "$(lines 'cannot be told')"
+    row=$(rule_row)
+    check_eq "$name, five accelerators: check's GPU rule is the plugin's (the gres index)" yes \
+      "$([[ $row == *"gres index"* && $row != *guess* ]] && echo yes || echo "no: $row")"
   else
     check_eq "$name, identity unknowable: one line per step, without verbose, naming device_files=" 1 \
       "$(grep -c "which GPU each task holds cannot be told.*device_files=" "$D/err")"
+    row=$(rule_row)
+    check_eq "$name, identity unknowable: check's GPU rule says the plugin guesses (WARN)" "WARN yes" \
+      "${row%%|*} $([[ $row == *guess* ]] && echo yes || echo "no: $row")"
   fi
   cluster_stop "$CD"
 done

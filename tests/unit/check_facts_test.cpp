@@ -87,15 +87,21 @@ TEST(Gres, PciOrder) {
 }
 
 TEST(GpuRule, AllKnownOneUnknownSeveralUnknown) {
-    EXPECT_EQ(gpu_rule_row(8, 8, std::nullopt).status, Status::Ok);
-    EXPECT_NE(gpu_rule_row(8, 8, false).detail.find("open()"), std::string::npos);
-    EXPECT_EQ(gpu_rule_row(7, 8, false).status, Status::Ok);  // still per device
-    EXPECT_NE(gpu_rule_row(7, 8, false).detail.find("per device"), std::string::npos);
-    EXPECT_EQ(gpu_rule_row(6, 8, true).status, Status::Ok);
-    EXPECT_NE(gpu_rule_row(6, 8, true).detail.find("SLURM_STEP_GPUS"), std::string::npos);
-    EXPECT_EQ(gpu_rule_row(6, 8, false).status, Status::Warn);
-    EXPECT_EQ(gpu_rule_row(0, 8, std::nullopt).status, Status::Warn);
-    EXPECT_EQ(gpu_rule_row(0, 0, std::nullopt).status, Status::Ok);
+    EXPECT_EQ(gpu_rule_row(8, 8, 0, std::nullopt, std::nullopt).status, Status::Ok);
+    EXPECT_NE(gpu_rule_row(8, 8, 0, true, false).detail.find("open()"), std::string::npos);
+    EXPECT_EQ(gpu_rule_row(7, 8, 0, true, false).status, Status::Ok);  // still per device
+    EXPECT_NE(gpu_rule_row(7, 8, 0, true, false).detail.find("per device"), std::string::npos);
+    // gres.conf's files stand in: right when gres.conf is in PCI order
+    EXPECT_EQ(gpu_rule_row(0, 8, 8, true, true).status, Status::Ok);
+    EXPECT_NE(gpu_rule_row(0, 8, 8, true, true).detail.find("gres.conf's File="), std::string::npos);
+    EXPECT_EQ(gpu_rule_row(0, 8, 8, true, false).status, Status::Warn);
+    // no constraint: the gres index
+    EXPECT_NE(gpu_rule_row(0, 8, 0, false, true).detail.find("gres index"), std::string::npos);
+    // a guess, as the plugin says once per step
+    EXPECT_EQ(gpu_rule_row(6, 8, 0, true, true).status, Status::Warn);
+    EXPECT_NE(gpu_rule_row(6, 8, 0, true, true).detail.find("guess"), std::string::npos);
+    EXPECT_EQ(gpu_rule_row(0, 8, 0, std::nullopt, std::nullopt).status, Status::Warn);
+    EXPECT_EQ(gpu_rule_row(0, 0, 0, std::nullopt, std::nullopt).status, Status::Ok);
 }
 
 TEST(Tools, NvidiaSmiTopoNumaColumn) {
@@ -188,4 +194,6 @@ TEST(SlurmConf, GpuIdentityRule) {
     EXPECT_EQ(gpu_identity(4, 0, 0, true), GpuIdentity::Guess);
     EXPECT_EQ(gpu_identity(4, 0, 0, std::nullopt), GpuIdentity::Guess);
     EXPECT_EQ(gpu_identity(5, 0, 4, true), GpuIdentity::Guess);  // one File= per accelerator or none
+    EXPECT_EQ(gpu_identity(4, 3, 0, true), GpuIdentity::OneUnknown);
+    EXPECT_EQ(gpu_identity(4, 3, 0, false), GpuIdentity::GresIndex);
 }
