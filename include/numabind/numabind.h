@@ -60,6 +60,7 @@ typedef struct numabind_result numabind_result;
  *   threads       1-65536: OMP_NUM_THREADS for the process's children, replacing any value
  *                 (torchrun's default of 1 included)
  *   ntasks and local_rank are limited to 65536 local tasks (a larger value is NUMABIND_USAGE).
+ *   migrate, ucx and omp also take yes/no (and y/n, true/false), as plugstack.conf does.
  * The devices: a local rank from torchrun (LOCAL_RANK with TORCHELASTIC_RUN_ID or GROUP_RANK)
  * owns the visible device of its index (r mod n), as torch.numa.binding; any other source
  * gives tasks fewer than the devices contiguous blocks ("device_rule": "local-rank"/"blocks").

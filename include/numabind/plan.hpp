@@ -24,6 +24,10 @@ std::string to_string(MemPolicy policy);
 extern const char* const kModeChoices;       // "none, node, socket, exclusive, core-complex"
 extern const char* const kMemPolicyChoices;  // "prefer, bind, interleave, none"
 
+// Exclusive and core-complex: the modes that split a pool's CPUs among its tasks instead of
+// sharing the home, so that a task's CPUs depend on the other tasks'.
+bool disjoint(Mode mode);
+
 // How tasks that share the visible devices divide them when the devices outnumber the tasks.
 // Blocks: contiguous blocks (a task drives several). LocalRank: task r owns the r-th device
 // alone, torch.numa.binding's rule ("the accelerator whose local index equals the worker's

@@ -1,8 +1,8 @@
-// numabind SPANK plugin: slurmstepd and task context of a step the front decided binds
-// (step_policy.hpp). The topology is loaded and the node share mapped once per step before
-// the tasks fork; each task finds the GPUs it holds, publishes them, waits (bounded) for the
-// other local tasks, plans the node from everybody's sets (the same plan in every task) and
-// binds itself in task_init.
+// numabind SPANK plugin: the task context of a step the front decided binds
+// (step_policy.hpp). Each task finds the GPUs it holds, publishes them, waits (bounded) for
+// the other local tasks, plans the node from everybody's sets (the same plan in every task,
+// task_plan.hpp) and binds itself in task_init. The step's setup before the fork:
+// step_setup.cpp.
 #include <sched.h>
 #include <unistd.h>
 
@@ -17,8 +17,6 @@
 #include "core/text.hpp"
 #include "core/visible.hpp"
 #include "devices.hpp"
-#include "slurm_facts.hpp"
-#include "hwloc/topology_cache.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
 #include "numabind/plan.hpp"
@@ -28,6 +26,7 @@
 #include "sys/binding.hpp"
 #include "sys/device_files.hpp"
 #include "sys/nvml.hpp"
+#include "task_plan.hpp"
 
 namespace numabind::spank {
 
@@ -104,13 +103,6 @@ TaskGpus own_gpus(spank_t sp, const State& st) {
     return t;
 }
 
-std::vector<int> ranks_in(const std::vector<Published>& all, Published::State state) {
-    std::vector<int> out;
-    for (size_t r = 0; r < all.size(); ++r)
-        if (all[r].state == state) out.push_back(static_cast<int>(r));
-    return out;
-}
-
 // No accelerator for this step: a site default does nothing (verbose says why, once); an
 // explicit --numa-binding says so once and runs unbound (fallback=warn) or fails.
 int no_gpu(spank_t sp, State& st, const std::string& why) {
@@ -123,256 +115,11 @@ int no_gpu(spank_t sp, State& st, const std::string& why) {
     return give_up(sp, st, node_label(st), "--numa-binding=" + to_string(st.decision.mode) + ": " + why);
 }
 
-NodePlan plan_from(const State& st, const std::vector<Published>& all, const AllowedSets& allowed, int ntasks) {
-    const NodeDevices nd = combine_node_devices(static_cast<int>(st.accelerators.size()), all);
-    PlanRequest req;
-    req.mode = st.decision.mode;
-    req.mem = st.decision.mem;
-    req.ntasks = ntasks;
-    req.visible_devices = nd.shared;
-    req.per_task_devices = nd.per_task;
-    req.allowed_cpus = allowed.cpus;
-    req.allowed_mems = allowed.mems;
-    req.min_cpus = st.min_cpus > 1 ? st.min_cpus : 0;
-    req.one_thread_per_core = st.decision.one_thread_per_core;
-    // smt=1 without the hint: Slurm's -c counted threads; the minimum is that many cores.
-    if (req.one_thread_per_core && !st.decision.min_cpus_in_cores)
-        req.min_cpus = min_cpus_one_thread(st.model, allowed.cpus, req.min_cpus);
-    return plan_node(st.model, st.accelerators, req);
-}
-
-std::vector<std::string> plan_warnings(const NodePlan& plan) {
-    std::vector<std::string> out = plan.warnings;
-    for (const TaskPlan& t : plan.tasks) out.insert(out.end(), t.warnings.begin(), t.warnings.end());
-    return out;
-}
-
-// The tasks that published in time, planned without the late ones, in local rank order
-// (TaskPlan::local_rank is each one's rank in `all`): a guess about a late task's GPUs (a
-// stand-in on another NUMA node) must never make the on-time tasks' plan infeasible.
-std::vector<TaskPlan> plan_on_time(const State& st, const std::vector<Published>& all, const AllowedSets& allowed) {
-    std::vector<Published> on_time;
-    std::vector<int> ranks;
-    for (size_t q = 0; q < all.size(); ++q) {
-        if (all[q].state == Published::State::Late) continue;
-        on_time.push_back(all[q]);
-        ranks.push_back(static_cast<int>(q));
-    }
-    if (on_time.empty()) return {};
-    std::vector<TaskPlan> out = plan_from(st, on_time, allowed, static_cast<int>(on_time.size())).tasks;
-    for (size_t i = 0; i < out.size(); ++i) out[i].local_rank = ranks[i];
-    return out;
-}
-
-// The node planned with every task, late ones on stand-ins; where that is infeasible, the
-// on-time tasks alone (a late task then has no entry).
-std::vector<TaskPlan> plan_with_late(const State& st, const std::vector<Published>& all, const AllowedSets& allowed,
-                                     std::vector<std::string>& warnings) {
-    try {
-        NodePlan plan = plan_from(st, all, allowed, static_cast<int>(all.size()));
-        warnings = plan_warnings(plan);
-        return plan.tasks;
-    } catch (const Error&) {
-        if (ranks_in(all, Published::State::Late).empty()) throw;
-        return plan_on_time(st, all, allowed);
-    }
-}
-
-const TaskPlan* entry_of(const std::vector<TaskPlan>& tasks, int rank) {
-    for (const TaskPlan& t : tasks)
-        if (t.local_rank == rank) return &t;
-    return nullptr;
-}
-
-// A task that missed the exchange: the others planned it on GPUs nobody holds and bound
-// themselves. It binds to the GPUs it can open, on CPUs none of them uses where the mode
-// is exclusive; with other late tasks, only within its own share of their plan.
-TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Published& mine, const AllowedSets& allowed,
-                        int rank, std::vector<std::string>& notes) {
-    std::vector<std::string> unused;
-    const std::vector<TaskPlan> others_plan = plan_with_late(st, all, allowed, unused);
-    const TaskPlan* stand_in_entry = entry_of(others_plan, rank);
-    if (mine.state != Published::State::Devices || mine.devices.empty()) {
-        if (!stand_in_entry) throw Error("this task reported no GPU in time and the others' plan has no room for it");
-        return *stand_in_entry;
-    }
-    all[static_cast<size_t>(rank)] = mine;
-    TaskPlan own;
-    try {
-        own = plan_from(st, all, allowed, static_cast<int>(all.size())).tasks.at(static_cast<size_t>(rank));
-    } catch (const Error&) {
-        own = plan_from(st, {mine}, allowed, 1).tasks.at(0);  // its own GPUs, alone
-        own.local_rank = rank;
-    }
-    const TaskPlan stand_in = stand_in_entry ? *stand_in_entry : own;
-    const bool exclusive = st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex;
-    if (exclusive) {
-        IdSet used;
-        for (const TaskPlan& q : others_plan)
-            if (q.local_rank != rank) used |= q.cpus;
-        own.cpus = own.cpus - used;
-        if (!ranks_in(all, Published::State::Late).empty()) own.cpus &= stand_in.cpus | (allowed.cpus - used);
-        if (own.cpus.empty()) {
-            notes.push_back("this task reported its GPUs too late and every CPU near them is another task's; bound as "
-                            "the others planned it");
-            return stand_in;
-        }
-    }
-    notes.push_back("this task reported its GPUs too late; bound to its own GPU(s) " + join_ints(own.devices, ",", "-") +
-                    (exclusive ? " on CPUs no other task uses" : ""));
-    own.device = nullptr;  // points into own_plan; set again by the caller
-    return own;
-}
-
 // Step-level warnings: each distinct text once per step, verbose or not.
 void say_once(State& st, const std::vector<std::string>& lines) {
     for (const std::string& w : lines)
         if (st.said.first(w)) task_stderr("warning: " + node_label(st) + ": " + w);
 }
-
-
-// Whether this task's CPUs depend on the other local tasks' GPUs. Exclusive modes keep
-// sets disjoint, so they do; in node and socket modes a task that holds GPUs of its own, or
-// sees the step's whole list (shared by the ownership rule, the same in every task), plans
-// alone: no task waits for the last one to fork (with 8 tasks on 2 CPUs that wait made every
-// program start after the last fork instead of in turn).
-bool needs_exchange(const State& st, const Published& mine) {
-    if (st.decision.mode == Mode::Exclusive || st.decision.mode == Mode::CoreComplex) return true;
-    if (mine.state != Published::State::Devices || mine.devices.empty()) return true;  // planned on GPUs nobody holds
-    return !st.step_gpus || st.step_gpus->empty();  // identical own lists are shared only when all are heard from
-}
-
-// node / socket without the exchange: this task's share of the step's list, or its own GPUs.
-TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
-                    std::vector<std::string>& warnings) {
-    if (!mine.per_task) {
-        NodePlan plan = plan_from(st, std::vector<Published>(static_cast<size_t>(ntasks), mine), allowed, ntasks);
-        warnings = plan_warnings(plan);
-        return plan.tasks.at(static_cast<size_t>(rank));
-    }
-    NodePlan plan = plan_from(st, {mine}, allowed, 1);
-    warnings = plan_warnings(plan);
-    TaskPlan t = plan.tasks.at(0);
-    t.local_rank = rank;
-    return t;
-}
-
-// device_files= entry `i`, checked against accelerator `i`; "" when the file does not exist
-// (that GPU is then found without it, as a step note says).
-std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int& unverified,
-                               std::vector<std::string>& missing) {
-    std::string f = expand_path(st.site.device_files[i], st.node_name, short_hostname());
-    const DeviceFileCheck check = check_device_file(f, acc.pci);
-    const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
-                              std::to_string(i) + " at " + acc.pci + ")";
-    switch (check.verdict) {
-        case DeviceFileVerdict::Mismatch:
-            // Binding by a wrongly ordered list puts every task on another GPU's node.
-            throw Error(entry + " is not that accelerator's device file: " + check.detail +
-                        "; list the files in accelerator (PCI) order (numabind topo lists them)");
-        case DeviceFileVerdict::Missing:
-            missing.push_back(entry);
-            f.clear();
-            break;
-        case DeviceFileVerdict::Unverifiable: ++unverified; break;
-        case DeviceFileVerdict::Matches: break;
-    }
-    return f;
-}
-
-// Each accelerator's device file (own_gpus probes them in the tasks): the site's list, else
-// the driver's. As root, before the fork: /proc/driver/nvidia and sysfs once per step.
-std::vector<std::string> device_files_for(State& st, const std::vector<Accelerator>& accs) {
-    std::vector<std::string> files;
-    if (st.site.device_files.empty() || accs.empty()) {  // a node without accelerators ignores device_files=
-        for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
-        return files;
-    }
-    if (st.site.device_files.size() != accs.size())
-        throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
-                    " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
-    int unverified = 0;
-    std::vector<std::string> missing;  // in entry order: one line, the same in every step
-    for (size_t i = 0; i < accs.size(); ++i) files.push_back(listed_device_file(st, i, accs[i], unverified, missing));
-    if (!missing.empty()) {
-        std::string line;
-        for (const std::string& m : missing) line += (line.empty() ? "" : "; ") + m;
-        st.notes.push_back(line + (missing.size() == 1 ? " does not exist; that GPU is" : ": none exists; those GPUs are") +
-                           " found without it");
-    }
-    // A list that cannot be checked binds by its order alone: said in every step, not only with verbose.
-    if (unverified)
-        st.notes.push_back(std::to_string(unverified) + " device_files= entr" + (unverified == 1 ? "y" : "ies") +
-                           " cannot be checked against the accelerators (no driver information or sysfs "
-                           "entry for their device numbers); trusted as listed");
-    return files;
-}
-
-// The node model from the per-boot model cache (/run/numabind, written here as root by the
-// first step that misses it), else from hwloc, which is then not kept: a step that hits the
-// cache never initialises hwloc, and none keeps hwloc's plugins mapped while slurmstepd
-// forks the tasks (each fork copies every mapping). A throw leaves `st` as it was, but for
-// its notes.
-void load_step_model(State& st) {
-    const std::string xml =
-        st.site.topology.empty() ? std::string() : expand_path(st.site.topology, st.node_name, short_hostname());
-    ModelOutcome cache;
-    LoadedModel loaded = load_node_model(xml, {}, &cache);
-    // A model or topology cache problem (each said once per boot).
-    for (const std::string& line : cache_report_lines(cache)) log_info(line);
-    std::vector<Accelerator> accs = find_accelerators(loaded.model, st.site.matcher);
-    std::vector<std::string> files = device_files_for(st, accs);
-    st.accelerators = std::move(accs);
-    st.device_files = std::move(files);
-    st.model = std::move(loaded.model);
-    st.model_source = std::move(loaded.source);
-    use_slurm_device_files(st);
-    st.active = true;  // only now: task_init never meets an active step without a topology
-}
-
-}  // namespace
-
-int stepd_prepare(spank_t sp) {
-    State& st = state();
-    st.active = false;
-    st.step_gpus.reset();
-    st.prepare_error.clear();
-    st.notes.clear();
-    st.min_cpus = 0;
-    st.model = Topology{};
-    st.accelerators.clear();
-    st.device_files.clear();
-    st.gres_device_files = false;
-    st.devices_constrained.reset();
-    st.allocated = IdSet{};
-    st.share.destroy();
-
-    uint32_t ntasks = 0;
-    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) ntasks = 1;
-    uint32_t cpus_per_task = 0;
-    if (spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpus_per_task) == ESPANK_SUCCESS && cpus_per_task < (1u << 20))
-        st.min_cpus = static_cast<int>(cpus_per_task);
-    st.node_name = node_name();
-    st.step_gpus = job_getenv(sp, job_level(st.decision.kind) ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS");
-    const auto t0 = Clock::now();
-    try {
-        load_step_model(st);
-        st.allocated = allocated_cpus(sp, st);
-    } catch (const std::exception& e) {
-        st.model = Topology{};
-        st.accelerators.clear();
-        st.device_files.clear();
-        st.prepare_error = e.what();
-    }
-    st.prepare_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    if (!st.share.create(static_cast<int>(ntasks), static_cast<int>(st.accelerators.size())) && st.active)
-        st.prepare_error = "cannot map the node share for " + std::to_string(ntasks) + " local task(s)";
-    st.said.create();  // without it every task says its warnings itself
-    if (!st.prepare_error.empty()) st.active = false;
-    return 0;
-}
-
-namespace {
 
 // Each stage of task_init either lets the task go on (nullopt) or ends task_init with this
 // return code for Slurm: 0 ends it too (a task left unbound by fallback=warn, no GPU here).

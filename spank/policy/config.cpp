@@ -8,17 +8,11 @@
 #include "core/omp.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
+#include "option_flags.hpp"
 
 namespace numabind::spank {
 
 namespace {
-
-// pyxis-style booleans.
-std::optional<bool> parse_bool(std::string_view v) {
-    if (v == "1" || v == "yes" || v == "y" || v == "true") return true;
-    if (v == "0" || v == "no" || v == "n" || v == "false") return false;
-    return std::nullopt;
-}
 
 constexpr const char* kSiteKeys =
     "default=<mode>, mem=<policy>, fallback=warn|fail, verbose[=yes|no|2], devices=<match spec>, "
@@ -28,8 +22,8 @@ constexpr const char* kSiteKeys =
 }  // namespace
 
 std::string option_help() {
-    return std::string("<mode>[,verbose[=2]][,mem=<policy>][,ucx][,smt=1|all][,omp] with mode one of ") + kModeChoices +
-           " and policy one of " + kMemPolicyChoices;
+    return "<mode>" + option_flags_usage() + " with mode one of " + kModeChoices + " and policy one of " +
+           kMemPolicyChoices;
 }
 
 UserChoice parse_option_value(std::string_view value) {
@@ -45,36 +39,10 @@ UserChoice parse_option_value(std::string_view value) {
         c.mode = parse_mode(items[0]);
     } catch (const UsageError&) {
         throw UsageError("invalid --numa-binding mode " + quoted(items[0]) + " in " + q +
-                         " (valid modes: " + kModeChoices + "; flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx, smt=1|all, omp)");
+                         " (valid modes: " + kModeChoices + "; flags: " + option_flags_list() + ")");
     }
-    bool seen_verbose = false;
-    for (size_t i = 1; i < items.size(); ++i) {
-        std::string_view item = items[i];
-        if ((item == "verbose" || item == "verbose=1" || item == "verbose=2") && !seen_verbose) {
-            c.verbose_level = item == "verbose=2" ? 2 : 1;
-            seen_verbose = true;
-        } else if ((item == "ucx" || item == "ucx=yes" || item == "ucx=no") && !c.ucx) {
-            c.ucx = item != "ucx=no";
-        } else if (item.rfind("mem=", 0) == 0 && !c.mem) {
-            try {
-                c.mem = parse_mem_policy(item.substr(4));
-            } catch (const UsageError&) {
-                throw UsageError("invalid --numa-binding memory policy " + quoted(item.substr(4)) + " in " + q +
-                                 " (valid: " + kMemPolicyChoices + ")");
-            }
-        } else if (item.rfind("smt=", 0) == 0 && !c.one_thread_per_core) {
-            try {
-                c.one_thread_per_core = parse_smt(item.substr(4), "smt");
-            } catch (const UsageError&) {
-                throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q + " (valid: smt=1, smt=all)");
-            }
-        } else if ((item == "omp" || item == "omp=yes" || item == "omp=no") && !c.omp) {
-            c.omp = item != "omp=no";
-        } else {
-            throw UsageError("invalid --numa-binding flag " + quoted(item) + " in " + q +
-                             " (valid flags, each at most once: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx, smt=1|all, omp)");
-        }
-    }
+    std::vector<std::string> seen;
+    for (size_t i = 1; i < items.size(); ++i) apply_option_flag(items[i], q, seen, c);
     return c;
 }
 
@@ -121,10 +89,10 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
                 s.verbose_level = 1;
             } else if (value == "2") {
                 s.verbose_level = 2;
-            } else if (auto b = parse_bool(value)) {
+            } else if (auto b = parse_yes_no(value)) {
                 s.verbose_level = *b ? 1 : 0;
             } else {
-                throw bad("yes, no, 2");
+                throw bad(std::string(kYesNoChoices) + ", 2");
             }
         } else if (key == "devices") {
             try {
@@ -144,23 +112,23 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
                 s.device_files.emplace_back(path);
             }
         } else if (key == "respect_user_bind") {
-            auto b = parse_bool(value);
-            if (!b) throw bad("yes, no");
+            auto b = parse_yes_no(value);
+            if (!b) throw bad(kYesNoChoices);
             s.respect_user_bind = *b;
         } else if (key == "ucx") {
-            auto b = parse_bool(value);
-            if (!b) throw bad("yes, no");
+            auto b = parse_yes_no(value);
+            if (!b) throw bad(kYesNoChoices);
             s.ucx = *b;
         } else if (key == "batch_step") {
-            auto b = parse_bool(value);
-            if (!b) throw bad("yes, no");
+            auto b = parse_yes_no(value);
+            if (!b) throw bad(kYesNoChoices);
             s.batch_step = *b;
         } else if (key == "smt") {
             if (value != "1" && value != "all") throw bad(kSmtChoices);
             s.one_thread_per_core = value == "1";
         } else if (key == "omp") {
-            auto b = parse_bool(value);
-            if (!b) throw bad("yes, no");
+            auto b = parse_yes_no(value);
+            if (!b) throw bad(kYesNoChoices);
             s.omp = *b;
         } else {
             throw UsageError("plugstack.conf: unknown argument " + quoted(arg) + " (valid arguments: " + kSiteKeys + ")");

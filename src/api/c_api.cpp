@@ -122,6 +122,13 @@ std::vector<int> int_list(const std::string& text, const char* what) {
     return out;
 }
 
+// An on/off option (omp, ucx, migrate): the library's one yes/no, 0 and 1 as documented.
+bool yes_no_option(const std::string& key, const std::string& value) {
+    const std::optional<bool> b = nb::parse_yes_no(value);
+    if (!b) throw nb::UsageError("invalid " + key + " '" + value + "' (valid: 0, 1, " + nb::kYesNoChoices + ")");
+    return *b;
+}
+
 }  // namespace
 
 extern "C" {
@@ -153,10 +160,7 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
             (void)nb::parse_threads(v, "threads");
             r.omp_threads = v;
         }
-        else if (k == "omp") {
-            if (v != "0" && v != "1") throw nb::UsageError("invalid omp '" + v + "' (valid: 0, 1)");
-            r.omp = v == "1";
-        }
+        else if (k == "omp") r.omp = yes_no_option(k, v);
         else if (k == "rank_source") {
             if (v != "auto" && v != "env")
                 throw nb::UsageError("invalid rank_source '" + v + "' (valid: auto, env; PMIx is for `numabind run --rank-source pmix`)");
@@ -165,11 +169,9 @@ int numabind_options_set(numabind_options* o, const char* key, const char* value
             if (v != "fail" && v != "warn") throw nb::UsageError("invalid fallback '" + v + "' (valid: fail, warn)");
             o->fallback = v;
         } else if (k == "ucx") {
-            if (v != "0" && v != "1") throw nb::UsageError("invalid ucx '" + v + "' (valid: 0, 1)");
-            o->ucx = v == "1";
+            o->ucx = yes_no_option(k, v);
         } else if (k == "migrate") {
-            if (v != "0" && v != "1") throw nb::UsageError("invalid migrate '" + v + "' (valid: 0, 1)");
-            o->migrate = v == "1";
+            o->migrate = yes_no_option(k, v);
         } else {
             throw nb::UsageError("unknown option '" + k +
                                  "' (valid: mode, mem, local_rank, ntasks, devices, device_match, topology, "

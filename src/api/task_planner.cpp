@@ -98,7 +98,7 @@ TaskPlan plan_this_task(const TaskRequest& o, NodePlan& plan_out, const PmixRank
     note("local rank " + std::to_string(lr.rank) + " from " + lr.source + ", local tasks " +
          (lr.size ? std::to_string(lr.size) + " from " + lr.size_source : std::string("unknown")));
     if (lr.size == 0) {
-        if (mode == Mode::Exclusive || mode == Mode::CoreComplex) {
+        if (disjoint(mode)) {
             throw UsageError("the local task count is unknown and mode " + to_string(mode) +
                              " splits CPUs among tasks; pass --ntasks");
         }

@@ -1,6 +1,7 @@
 // Small text helpers shared by the parsers and the messages (engine, plugin, CLI).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,5 +31,14 @@ inline std::string join_ints(const std::vector<int>& values, std::string_view se
     }
     return out.empty() ? std::string(none) : out;
 }
+
+// The one yes/no of every parser (plugstack, --numa-binding flags, the C API's options):
+// 1, yes, y, true are yes; 0, no, n, false are no (pyxis's spellings); anything else nullopt.
+inline std::optional<bool> parse_yes_no(std::string_view text) {
+    if (text == "1" || text == "yes" || text == "y" || text == "true") return true;
+    if (text == "0" || text == "no" || text == "n" || text == "false") return false;
+    return std::nullopt;
+}
+inline constexpr const char* kYesNoChoices = "yes, no";  // what a "valid:" list shows
 
 }  // namespace numabind

@@ -34,13 +34,13 @@ nb run --fallback maybe -- true
 check "bad --fallback exits 2" eval '[ $(rc) = 2 ] && one_line_error "maybe"'
 nb run --frobnicate -- true
 check "unknown flag exits 2" eval '[ $(rc) = 2 ] && one_line_error "frobnicate"'
-# issue 15: an unknown verb is named, with the verbs --help lists (an independent list).
+# An unknown verb is named, with the verbs --help lists (an independent list).
 nb dance
 verbs=$("$NB" --help | awk 'tolower($0) ~ /^subcommands:/{on=1; next} on && !NF {on=0} on {print $1}' | paste -sd, | sed 's/,/, /g')
 check "unknown verb exits 2 naming it and the verbs" eval '[ $(rc) = 2 ] && [ -n "$verbs" ] && one_line_error "unknown command '"'"'dance'"'"' (valid: $verbs)"'
 nb
 check "no verb exits 2 naming the verbs" eval '[ $(rc) = 2 ] && one_line_error "no command given (valid: $verbs)"'
-# issue 15: a PU or NUMA node without os_index (hwloc and lstopo accept it) is refused by name.
+# A PU or NUMA node without os_index (hwloc and lstopo accept it) is refused by name.
 if python3 "$GEN" -o "$WORK/gen.xml" --gpu machine 2>/dev/null; then
   sed -E '/type="PU"/ s/ os_index="[0-9]+"//' "$WORK/gen.xml" >"$WORK/no-pu-os-index.xml"
   sed -E '/type="NUMANode"/ s/ os_index="[0-9]+"//' "$WORK/gen.xml" >"$WORK/no-node-os-index.xml"
@@ -123,16 +123,14 @@ PY'
   # Fewer tasks than GPUs: blocks of GPUs in PCI order, homes = the union of their nodes
   # (INDEX: 03:00 on NUMA 3, 44:00 on 1, 84:00 on 7, c4:00 on 5).
   nb plan --topology "$CORPUS/psmgmt_topo.jwb0001.xml" --mode node --ntasks 2 --json
-  check "corpus: plan --json: two tasks own two GPUs each, on both their nodes" eval '[ $(rc) = 0 ] && python3 - "$WORK/out" "$(hwloc-calc --input "$CORPUS/psmgmt_topo.jwb0001.xml" --po -I pu --pi numa:1 numa:3)" <<PY
+  check "corpus: plan --json: two tasks own two GPUs each, on both their nodes" eval '[ $(rc) = 0 ] && nb_python - "$WORK/out" "$(hwloc-calc --input "$CORPUS/psmgmt_topo.jwb0001.xml" --po -I pu --pi numa:1 numa:3)" <<PY
 import json, sys
+from cpulist import ids
 d = json.load(open(sys.argv[1]))
 t = d["tasks"]
 assert [x["devices"] for x in t] == [[0, 1], [2, 3]], [x["devices"] for x in t]
 assert t[0]["device"]["index"] == 0 and t[0]["mems"] == [1, 3] and t[1]["mems"] == [5, 7], t
-want = set()
-for part in sys.argv[2].split(","):
-    a, _, b = part.partition("-")
-    want |= set(range(int(a), int(b or a) + 1))
+want = ids(sys.argv[2])
 assert set(t[0]["cpus"]) == want, (t[0]["cpus"], sorted(want))
 PY'
   nb topo --topology "$CORPUS/flux-core_tuo.TPX.xml" --json
@@ -157,11 +155,7 @@ for r in 0 1; do
   nb run --topology "$WORK/this.xml" --mode exclusive --ntasks 2 --local-rank $r --mem bind -- \
      sh -c 'grep Cpus_allowed_list /proc/self/status; grep -c " bind:0 " /proc/self/numa_maps; echo "dev=$NUMABIND_DEVICE cpus=$NUMABIND_CPUS mems=$NUMABIND_MEMS"'
   got=$(awk '/Cpus_allowed_list/{print $2}' "$WORK/out")
-  got_sorted=$(echo "$got" | python3 -c 'import sys
-s=sys.stdin.read().strip(); out=[]
-for p in s.split(","):
-    a,_,b=p.partition("-"); out+=range(int(a), int(b or a)+1)
-print(",".join(map(str,sorted(out))))')
+  got_sorted=$(cpu_list "$got")
   if [ "$NCORES" -ge 2 ]; then
     check "run exclusive rank $r: kernel affinity = core $r ($expect)" eval '[ $(rc) = 0 ] && [ "$got_sorted" = "$expect" ]'
   fi
@@ -207,7 +201,7 @@ if [ "$NCORES" -ge 2 ]; then
   check "show warns when CPUs and device NUMA node differ" eval '[ $(rc) = 0 ] && grep -q "warning: CPUs .* include NUMA node 0 but device(s) 0 are on node(s) 1" "$WORK/out"'
 fi
 
-# --cpus-per-task (issue 20): no task gets fewer CPUs than asked; its GPU's node first, then
+# --cpus-per-task: no task gets fewer CPUs than asked; its GPU's node first, then
 # the nearest node. Expected sets from hwloc-calc on the generated XML.
 python3 "$GEN" -o "$WORK/c4.xml" --split-numa 2 --gpu numa:0 >/dev/null 2>&1
 if [ -s "$WORK/c4.xml" ] && [ "$(hwloc-calc -i "$WORK/c4.xml" -N pu numa:0)" -ge 1 ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""nics_test.py NUMABIND GEN_TOPOLOGY [CORPUS_DIR] — issue 22's nearest NICs per task.
+"""nics_test.py NUMABIND GEN_TOPOLOGY [CORPUS_DIR] — the nearest NICs per task.
 
 Expected NICs come from hwloc's own answers (tests/tools/nic_oracle.py: hwloc-info's PCI tree
 and OS devices, hwloc-calc's localities), never from numabind. Checked:

@@ -1,4 +1,4 @@
-/* What an OpenMP program sees inside its binding (issue 22): its places as the runtime
+/* What an OpenMP program sees inside its binding: its places as the runtime
  * parsed them, and from each thread of a parallel region its place and the CPU it runs on.
  * Compiled by the tests with -fopenmp (libgomp). Output lines:
  *   places N

@@ -17,14 +17,7 @@ trap 'rm -rf "$WORK"' EXIT
 nb() { "$NB" "$@" >"$WORK/out" 2>"$WORK/err"; echo $? >"$WORK/rc"; }
 rc() { cat "$WORK/rc"; }
 one_line_error() { [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q -- "$1" "$WORK/err"; }
-# "0-2,5" -> "0,1,2,5"
-expand() { python3 -c 'import sys
-out=[]
-for p in sys.argv[1].split(","):
-    if p:
-        a,_,b=p.partition("-"); out+=range(int(a), int(b or a)+1)
-print(",".join(map(str, sorted(out))))' "$1"; }
-kernel_cpus() { expand "$(awk '/Cpus_allowed_list/{print $2}' "$1")"; }
+kernel_cpus() { cpu_list "$(awk '/Cpus_allowed_list/{print $2}' "$1")"; }
 # The task's CPUs from `plan --json`, task $2.
 plan_cpus() { python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["tasks"][int(sys.argv[2])]["cpus"])))' "$WORK/out" "$1"; }
 
@@ -61,7 +54,7 @@ PY'
   for r in 0 $((ngpu - 1)); do
     numa=$(python3 -c 'import json,sys; print(",".join("numa:%d" % n for n in json.load(open(sys.argv[1]))["tasks"][int(sys.argv[2])]["mems"]))' "$WORK/out" $r)
     want=$(hwloc-calc -i "$xml" --no-smt --po -I pu --pi $(echo "$numa" | tr , ' '))
-    check "plan --smt 1 node on $name task $r: its node's first PU of each core ($want)" eval '[ "$(plan_cpus $r)" = "$(expand "$want")" ]'
+    check "plan --smt 1 node on $name task $r: its node's first PU of each core ($want)" eval '[ "$(plan_cpus $r)" = "$(cpu_list "$want")" ]'
   done
 done
 
@@ -72,7 +65,7 @@ if [ -f "$WORK/nps4.xml" ]; then
   nb plan --topology "$WORK/nps4.xml" --mode node --ntasks 4 --smt 1 --cpus-per-task 12 --allowed-cpus "$allpus" --json
   numa=$(python3 -c 'import json,sys; print(" ".join("numa:%d" % n for n in json.load(open(sys.argv[1]))["tasks"][0]["mems"]))' "$WORK/out" 2>/dev/null)
   want=$(hwloc-calc -i "$WORK/nps4.xml" --no-smt --po -I pu --pi $numa 2>/dev/null)
-  check "plan --smt 1 --cpus-per-task 12 on 6 two-thread cores: the node's 6 first threads ($want), not widened" eval '[ $(rc) = 0 ] && [ -n "$want" ] && [ "$(plan_cpus 0)" = "$(expand "$want")" ]'
+  check "plan --smt 1 --cpus-per-task 12 on 6 two-thread cores: the node's 6 first threads ($want), not widened" eval '[ $(rc) = 0 ] && [ -n "$want" ] && [ "$(plan_cpus 0)" = "$(cpu_list "$want")" ]'
 fi
 
 # ---- smt=1 on the kernel: this machine's CPUs described as one core of two threads ----
@@ -82,7 +75,7 @@ if [ "$(nproc --all)" -ge 2 ] && taskset -c 0,1 true 2>/dev/null; then
   both=$(hwloc-calc -i "$WORK/smt.xml" --po -I pu all)
   for mode in node socket exclusive core-complex; do
     nb run --topology "$WORK/smt.xml" --mode $mode --local-rank 0 --ntasks 1 --smt 1 -- grep Cpus_allowed_list /proc/self/status
-    check "run --smt 1 --mode $mode: the kernel's affinity is the core's first PU ($one)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$one")" ]'
+    check "run --smt 1 --mode $mode: the kernel's affinity is the core's first PU ($one)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(cpu_list "$one")" ]'
   done
   # --smt 1 under srun: SLURM_CPUS_PER_TASK counts threads (2 = this one core), unless
   # --hint=nomultithread made Slurm count cores (SLURM_THREADS_PER_CORE=1).
@@ -92,11 +85,11 @@ if [ "$(nproc --all)" -ge 2 ] && taskset -c 0,1 true 2>/dev/null; then
   check "run --smt 1 with SLURM_THREADS_PER_CORE=1 (the hint): SLURM_CPUS_PER_TASK=2 stays 2" eval 'grep -q "at least 2 per task" "$WORK/err"'
   # srun --hint=nomultithread (SLURM_THREADS_PER_CORE=1): an unset --smt follows it, --smt all overrides it.
   SLURM_THREADS_PER_CORE=1 nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 -- grep Cpus_allowed_list /proc/self/status
-  check "run without --smt under --hint=nomultithread: the core's first PU ($one)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$one")" ]'
+  check "run without --smt under --hint=nomultithread: the core's first PU ($one)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(cpu_list "$one")" ]'
   SLURM_THREADS_PER_CORE=1 nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 --smt all -- grep Cpus_allowed_list /proc/self/status
-  check "run --smt all under --hint=nomultithread: both siblings ($both)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$both")" ]'
+  check "run --smt all under --hint=nomultithread: both siblings ($both)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(cpu_list "$both")" ]'
   nb run --topology "$WORK/smt.xml" --mode node --local-rank 0 --ntasks 1 -- grep Cpus_allowed_list /proc/self/status
-  check "run without --smt: both siblings ($both)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(expand "$both")" ]'
+  check "run without --smt: both siblings ($both)" eval '[ $(rc) = 0 ] && [ "$(kernel_cpus "$WORK/out")" = "$(cpu_list "$both")" ]'
 else
   skip_case "smt=1 on the kernel: this machine has fewer than 2 usable CPUs"
 fi
@@ -111,7 +104,7 @@ if gcc -fopenmp -O1 -o "$WORK/omp_probe" "$PROBE_SRC" 2>"$WORK/cc.err"; then
     local cores places=""
     cores=$(hwloc-calc -i "$xml" --pi --intersect core $(for c in ${cpus//,/ }; do printf 'pu:%s ' "$c"; done))
     for c in ${cores//,/ }; do
-      places="$places $(python3 -c 'import sys; a=set(sys.argv[1].split(",")); b=sys.argv[2].split(","); print(",".join(x for x in b if x in a))' "$(expand "$(hwloc-calc -i "$xml" --po -I pu core:$c)")" "$cpus")"
+      places="$places $(python3 -c 'import sys; a=set(sys.argv[1].split(",")); b=sys.argv[2].split(","); print(",".join(x for x in b if x in a))' "$(cpu_list "$(hwloc-calc -i "$xml" --po -I pu core:$c)")" "$cpus")"
     done
     python3 - "$WORK/out" "$cpus" "$threads" $places <<'PY'
 import sys
@@ -137,20 +130,20 @@ for t, (p, ran) in seen.items():
 PY
   }
   for r in 0 1; do
-    want=$(expand "$(hwloc-calc -i "$WORK/this.xml" --po -I pu core:$r)")
+    want=$(cpu_list "$(hwloc-calc -i "$WORK/this.xml" --po -I pu core:$r)")
     env -u OMP_NUM_THREADS -u OMP_PLACES -u OMP_PROC_BIND "$NB" run --topology "$WORK/this.xml" --mode exclusive --ntasks 2 --local-rank $r --omp -- \
       sh -c 'echo "env $OMP_NUM_THREADS $OMP_PLACES $OMP_PROC_BIND"; exec "$0"' "$WORK/omp_probe" >"$WORK/out" 2>"$WORK/err"
     echo $? >"$WORK/rc"
     check "run --omp exclusive rank $r: one place, core $r ($want), its thread on it" eval '[ $(rc) = 0 ] && check_omp "$WORK/this.xml" "$want" && grep -q "^env 1 .* close$" "$WORK/out"'
   done
-  all=$(expand "$(hwloc-calc -i "$WORK/this.xml" --po -I pu all)")
+  all=$(cpu_list "$(hwloc-calc -i "$WORK/this.xml" --po -I pu all)")
   env -u OMP_NUM_THREADS -u OMP_PLACES -u OMP_PROC_BIND "$NB" run --topology "$WORK/this.xml" --mode node --ntasks 1 --local-rank 0 --omp -- "$WORK/omp_probe" >"$WORK/out" 2>"$WORK/err"
   echo $? >"$WORK/rc"
   check "run --omp node: one place per core of $all, one thread each, every thread on its place" eval '[ $(rc) = 0 ] && check_omp "$WORK/this.xml" "$all"'
   # One core of two threads: one place holding both siblings; with --smt 1 only the first.
   if [ "$(nproc --all)" -ge 2 ]; then
-    both=$(expand "$(hwloc-calc -i "$WORK/smt.xml" --po -I pu all)")
-    one=$(expand "$(hwloc-calc -i "$WORK/smt.xml" --no-smt --po -I pu all)")
+    both=$(cpu_list "$(hwloc-calc -i "$WORK/smt.xml" --po -I pu all)")
+    one=$(cpu_list "$(hwloc-calc -i "$WORK/smt.xml" --no-smt --po -I pu all)")
     env -u OMP_NUM_THREADS -u OMP_PLACES -u OMP_PROC_BIND "$NB" run --topology "$WORK/smt.xml" --mode node --ntasks 1 --local-rank 0 --omp -- "$WORK/omp_probe" >"$WORK/out" 2>"$WORK/err"
     echo $? >"$WORK/rc"
     check "run --omp on an SMT core: one place {$both}, one thread (one per core)" eval '[ $(rc) = 0 ] && check_omp "$WORK/smt.xml" "$both"'
@@ -177,7 +170,7 @@ FLUX_TASK_LOCAL_ID=1 FLUX_TASK_RANK=1 FLUX_JOB_SIZE=2 FLUX_JOB_NNODES=1 \
   nb run --topology "$WORK/this.xml" --mode exclusive -v -- grep Cpus_allowed_list /proc/self/status
 check "Flux, one node: local rank 1 from FLUX_TASK_LOCAL_ID, 2 tasks from FLUX_JOB_SIZE" eval '[ $(rc) = 0 ] && grep -q "local rank 1 from FLUX_TASK_LOCAL_ID, local tasks 2 from FLUX_JOB_SIZE (FLUX_JOB_NNODES=1)" "$WORK/err"'
 if [ "$NCORES" -ge 2 ]; then
-  want=$(expand "$(hwloc-calc --po -I pu core:1)")
+  want=$(cpu_list "$(hwloc-calc --po -I pu core:1)")
   check "Flux, one node, exclusive: the kernel's affinity is core 1 ($want)" eval '[ "$(kernel_cpus "$WORK/out")" = "$want" ]'
 fi
 # Several nodes: Flux gives no per-node count; exclusive needs --ntasks, node mode runs.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli/show_pid_limits_test.sh NUMABIND TARGET — `numabind show --pid` on processes that
-# make it work hard or lie (show_pid_target.c; issue 21 item 6): terminal escapes in process
+# make it work hard or lie (show_pid_target.c): terminal escapes in process
 # and thread names reach the text report escaped; 100 threads x 10,000 mappings below the
 # first file mapping and a 200 KB NUMABIND_CPUS cost bounded work, with a note saying what a
 # limit cut; the caller's own non-dumpable process gets the right permission message.

@@ -1,5 +1,5 @@
-/* show_pid_target — a process that makes `numabind show --pid` work hard or lie (issue 21
- * item 6): names with terminal escapes, many threads, many anonymous mappings below its
+/* show_pid_target — a process that makes `numabind show --pid` work hard or lie:
+ * names with terminal escapes, many threads, many anonymous mappings below its
  * first file mapping (so each thread's numa_maps must be walked far to find its policy),
  * optionally not dumpable. Prints "ready" when set up, then waits for stdin to close.
  *

@@ -1,7 +1,7 @@
-/* bind_threads_probe — numabind_bind() in a program whose threads fight it (issue 21 items
- * 2, 3, 9). Each scenario binds, then reads back from the kernel what every thread got:
- * sched_getaffinity(tid) and the thread's own memory policy (first line of
- * /proc/self/task/TID/numa_maps: the task policy shows on a mapping without its own). A
+/* bind_threads_probe — numabind_bind() in a program whose threads fight it. Each scenario
+ * binds, then reads back from the kernel what every thread got: sched_getaffinity(tid) and
+ * the thread's own memory policy (first line of /proc/self/task/TID/numa_maps: the task
+ * policy shows on a mapping without its own). A
  * "lie" is a thread the result does not list in threads_not_as_planned whose CPUs or policy
  * are not the plan's; every scenario must end with none, and with what it names below.
  *

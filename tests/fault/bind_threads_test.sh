@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/fault/bind_threads_test.sh PROBE GEN_TOPOLOGY — numabind_bind() against programs whose
-# threads fight it (bind_threads_probe.c, issue 21 items 2, 3, 9): threads started during
+# threads fight it (bind_threads_probe.c): threads started during
 # bind, signals the program blocks, waits for or handles, threads that block everything, a
 # late answer to an earlier bind, two threads binding at once. The plans come from a
 # generated topology of this machine with a fake GPU on its first and last core.

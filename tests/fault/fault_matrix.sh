@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # helpers (rc, row, ...) are called from the strings check eval's
-# tests/fault/fault_matrix.sh — the fault matrix of `numabind run` (issue 6; SECURITY.md).
+# tests/fault/fault_matrix.sh — the fault matrix of `numabind run` (SECURITY.md).
 # Each fault is run under --fallback fail and --fallback warn and checked against its
 # documented outcome:
 #   fail: exit 1 and one "numabind: error: ..." line naming the cause; the program never runs

@@ -10,7 +10,7 @@
 #           own calls, so it needs no *_chk: its witness is the engine, compiled by the same
 #           CMake function with the same flags (spank/CMakeLists.txt); no empty or relative
 #           RPATH/RUNPATH entry (readelf -d), which would load libraries from the current
-#           directory (issue 21 item 7).
+#           directory.
 set -uo pipefail
 cli=${1:?usage: hardening.sh NUMABIND_CLI [SPANK_PLUGIN.so]}
 plugin=${2:-}

@@ -1,4 +1,4 @@
-// A stand-in for slurmstepd (issue 15): dlopens the built spank_numabind.so, provides the
+// A stand-in for slurmstepd: dlopens the built spank_numabind.so, provides the
 // spank_* and slurm_* symbols it imports, calls its hooks in Slurm's order or a broken one,
 // and fails the N-th allocation (malloc, calloc, realloc: interposed here, so they fail
 // for the plugin, its static libstdc++ (operator new calls malloc), hwloc and libc alike),
@@ -13,7 +13,7 @@
 // --option VALUE: --numa-binding=VALUE as slurmstepd passes it (option callback, remote).
 // --no-gpus: the job has no SLURM_STEP_GPUS. --only N: one run failing allocation N, in full.
 // --check-logs: every slurm_* message must be one line of printable text, at most 1024
-// bytes (user-supplied text escaped and capped; issue 15 item 1).
+// bytes (user-supplied text escaped and capped).
 //
 // Checked for every N (and once without a failure): no process dies of a signal (a C++
 // exception reaching these C frames aborts), and after task_init returns 0 each task is

@@ -24,6 +24,8 @@
 #                              "LABEL: " if given; nothing if FILE is missing or empty
 #   finish [LABEL]             "LABEL: P passed, F failed in S s" (LABEL: the script's name),
 #                              then exit 1 after a failure, else 0
+#   cpu_list LIST              LIST expanded and sorted: "0-2,5" -> "0,1,2,5" (cpulist.py)
+#   nb_python ARG...           python3 with tests/lib importable: `from cpulist import ids, fmt`
 #
 # State: $passes and $failures (read them, e.g. in an EXIT trap that keeps a work directory
 # after a failure). CHECKS_TIMES=1 ends each ok/FAIL line with the seconds since the library
@@ -32,6 +34,7 @@
 if [ -n "${_nb_checks_sh:-}" ]; then return 0; fi
 _nb_checks_sh=1
 _nb_checks_t0=$SECONDS
+_nb_checks_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 passes=0
 failures=0
 
@@ -96,3 +99,7 @@ finish() {
   if [ "$failures" -ne 0 ]; then exit 1; fi
   exit 0
 }
+
+# The script tiers' one CPU-list parser (tests/lib/cpulist.py), from the shell and from Python.
+cpu_list() { python3 "$_nb_checks_lib/cpulist.py" "$1"; }
+nb_python() { PYTHONPATH="$_nb_checks_lib${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/mpi/pmix_init_campaign.sh N MODE WHAT — the measurement behind docs/MPI.md's table
-# (issue 21 item 8); not part of ctest (minutes). N consecutive
+# tests/mpi/pmix_init_campaign.sh N MODE WHAT — the measurement behind docs/MPI.md's table;
+# not part of ctest (minutes). N consecutive
 #   mpirun -np 2 --bind-to none [numabind run --mode exclusive --rank-source pmix --] mpi_probe
 # MODE: normal, or unresolvable (each run in its own UTS namespace with a host name nothing
 # resolves; root). WHAT: pmix (numabind with --rank-source pmix), env (numabind, launcher

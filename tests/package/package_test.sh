@@ -380,7 +380,7 @@ step_deb() {
     'grep -q "/libnumabind\.a$" "$0" && grep -q "/cmake/numabind/numabindConfig\.cmake$" "$0" && grep -q "/pkgconfig/numabind\.pc$" "$0"' "$out/contents.txt"
   check ".deb has the examples" c /usr/share/doc/numabind/examples/train_resnet18.py
   # The Python module where Debian's python3 imports packaged modules from, and the path of
-  # the library it records is the .deb's own (issue 23).
+  # the library it records is the .deb's own.
   check ".deb has the Python module in /usr/lib/python3/dist-packages" bash -c \
     'grep -qxF /usr/lib/python3/dist-packages/numabind/__init__.py "$0" && grep -qxF /usr/lib/python3/dist-packages/numabind/py.typed "$0"' "$out/contents.txt"
   if [ -x /usr/bin/python3 ]; then

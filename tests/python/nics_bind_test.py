@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bind() and the C API export the task's nearest NICs (issue 22): NUMABIND_NICS in the C
+"""bind() and the C API export the task's nearest NICs: NUMABIND_NICS in the C
 environment and os.environ, "nics" in the result, UCX_NET_DEVICES only with ucx=True and only
 where it was not set, NUMABIND_NICS removed on a node without a fabric NIC. Expected names
 come from hwloc's PCI tree (tests/tools/nic_oracle.py). Each bind runs in its own process."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python module as an ML engineer uses it (issue 23), with real torch where torch matters:
+"""The Python module as an ML engineer uses it, with real torch where torch matters:
 plan() of a generated DGX A100-like node (expected values from hwloc-calc on the XML), show
 and placement() after a bind from topology=, thread pools sized to the binding (torch's
 intra-op pool, OMP_NUM_THREADS), cpu_count(), the forkserver worker warning (a real

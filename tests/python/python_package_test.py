@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Installing the Python module (issue 23), offline, with Debian's python3-setuptools:
+"""Installing the Python module, offline, with Debian's python3-setuptools:
 pip install --no-build-isolation from the source tree into a venv (--system-site-packages, so
 Debian's torch is visible), with --target and with --user; the installed module binds with
 torch imported and `python -m numabind` runs; a missing library is one line saying what to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/slurm/gpu_truth_test.sh — every Slurm task binds to the GPUs it really holds (issue 12).
+# tests/slurm/gpu_truth_test.sh — every Slurm task binds to the GPUs it really holds.
 #
 #   gpu_truth_test.sh [PATH/spank_numabind.so]      (as root; default: build/spank/spank_numabind.so)
 #
@@ -256,14 +256,14 @@ import sys
 sets = [l.split("cpus=")[1].split()[0] for l in open(sys.argv[1])]
 print("disjoint" if len(set(sets)) == len(sets) else "overlap")' "$D/out")
 check_eq "a late task: CPU sets still disjoint" disjoint "$truth_late"
-truth "a task 2.5 s late, exclusive (issue 20 item 3): the late task on its own GPU's node, the on-time one on its own" exclusive
+truth "a task 2.5 s late, exclusive: the late task on its own GPU's node, the on-time one on its own" exclusive
 tasks "${A1[@]}" -n2 --gpus-per-task=1 --numa-binding=node
 truth "a task 2.5 s late, node: each task on the node of the GPU it can open"
 plug "$BASEPLUG"
 tasks "${A1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose
 check_eq "no late task: no such line" 0 "$(lines 'did not report')"
 
-# issue 15 item 1: a raw value that reached slurmstepd cannot forge slurmd log lines
+# A raw value that reached slurmstepd cannot forge slurmd log lines
 sed "s|^PlugStackConfig=.*|PlugStackConfig=$D/fake-plugstack.conf|" "$CD/slurm.conf" >"$D/user-slurm.conf"
 echo "required $D/helper_FAKE.so" >"$D/fake-plugstack.conf"
 plug "$BASEPLUG"
@@ -298,7 +298,7 @@ scancel --full -u root >/dev/null 2>&1
 cluster_stop "$CD"
 
 # ================================================================ cluster C: ConstrainDevices=yes, gres.conf in PCI order
-# (issue 20: the paths a site takes without device_files=, and the step rules decided in the front)
+# (the paths a site takes without device_files=, and the step rules decided in the front)
 CD=$D/c
 cluster_start "$D/start-c.log" "$CD" --nodes 1 --gpus 4 --constrain-devices --oversubscribe || exit 1
 NOFILES="required $D/spank_numabind.so topology=$D/topo/%n.xml mem=none"

@@ -175,7 +175,7 @@ if case_on gpus; then
     "$(want "0:exclusive:$(node_cpus "$NEAR" 0)" "1:exclusive:$(node_cpus "$NEAR" 1)")" "$(mc "$D/out")"
 fi
 
-# ------------------------------------------------------------------ nearest NICs (issue 22)
+# ------------------------------------------------------------------ nearest NICs
 if case_on nics; then
   # one: each GPU with a ConnectX behind its own PCIe switch; expected names from hwloc's
   # PCI tree (tests/tools/nic_oracle.py), never from numabind
@@ -519,7 +519,7 @@ EOF
   plug "topology=$ONE"
 fi
 
-# ------------------------------------------------------------------ smt=1 and omp (issue 22)
+# ------------------------------------------------------------------ smt=1 and omp
 if case_on opts; then
   # This machine's CPUs described as one core of two threads, both GPUs on it.
   gen --synthetic "package:1 core:1 pu:2" -o "$D/topo/smt.xml" --gpu package:0=$B0 --gpu package:0=$B1

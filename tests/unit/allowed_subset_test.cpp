@@ -1,4 +1,4 @@
-// Security property (issue 6): a binding never reaches CPUs or memory nodes outside what
+// Security property: a binding never reaches CPUs or memory nodes outside what
 // the task was allowed. For every generated shape and every corpus topology (read in place;
 // skipped without it), every mode and several task counts,
 // with random allowed CPU and memory-node subsets (fixed seed, so failures reproduce),

@@ -1,4 +1,4 @@
-// issue 15 item 4: a binding that fails, or is not kept, leaves the thread exactly as it
+// A binding that fails, or is not kept, leaves the thread exactly as it
 // was (CPU affinity and memory policy, read with the raw kernel calls, not numabind's).
 #include <gtest/gtest.h>
 #include <numaif.h>

@@ -1,4 +1,4 @@
-// The per-boot topology cache (src/hwloc/topology_cache.hpp), issue 7.
+// The per-boot topology cache (src/hwloc/topology_cache.hpp).
 // Runs against this machine; the writing tests need root (the cache trusts only
 // root-owned files) and skip otherwise.
 #include <gtest/gtest.h>

@@ -133,7 +133,7 @@ std::string match_for(const std::string& file) {
     return file.find("nvidiagpunumanodes") != std::string::npos ? "class=0x0300" : "";
 }
 
-// The ownership rule of issue 11, written out again from its text.
+// The device ownership rule, written out again from its description (plan.hpp).
 std::vector<std::vector<int>> owners(int ntasks, int n) {
     std::vector<std::vector<int>> out(ntasks);
     if (ntasks >= n) {
@@ -439,7 +439,7 @@ TEST(OwnershipProperty, RandomAllowedSetsAndOwnershipKeepEveryInvariant) {
     RecordProperty("refusals", refusals);
 }
 
-// Regression (issue 11, 2) on the recorded POWER9 node: 23 L3s over 44 cores, some of
+// Whole L3 groups go to tasks before single-core ones, on the recorded POWER9 node: 23 L3s over 44 cores, some of
 // one core; two tasks on NUMA 0 get two-core groups.
 TEST(CoreComplexOnCorpus, Power9TwoTasksGetTwoCoreGroups) {
     NUMABIND_REQUIRE_CORPUS();

@@ -1,5 +1,5 @@
 // One hardware thread per core (smt=1) in every mode, against hwloc-calc's first PU of each
-// core; and the OpenMP variables of a task (omp), against hwloc-calc's cores (issue 22).
+// core; and the OpenMP variables of a task (omp), against hwloc-calc's cores.
 #include <gtest/gtest.h>
 
 #include <algorithm>

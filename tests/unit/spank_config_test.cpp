@@ -51,7 +51,7 @@ TEST(SpankOption, BadValuesNameTheItemAndTheChoices) {
     EXPECT_NE(usage_error([] { parse_option_value("node,"); }), "(no error)");
 }
 
-// smt=1|all and omp (issue 22): flags after the mode, each at most once; plugstack smt= and omp=.
+// smt=1|all and omp: flags after the mode, each at most once; plugstack smt= and omp=.
 TEST(SpankOption, SmtAndOmp) {
     UserChoice c = parse_option_value("node,smt=1,omp");
     ASSERT_TRUE(c.one_thread_per_core.has_value());
@@ -164,7 +164,7 @@ TEST(SpankSite, RespectCpuBindIsTheOldNameOfRespectUserBind) {
     EXPECT_NE(e.find("given twice"), std::string::npos) << e;
 }
 
-// issue 15 item 1: a user's value must not forge log lines.
+// A user's value must not forge log lines.
 TEST(SpankLogText, UserValuesAreEscapedAndCapped) {
     const std::string forged = "node\n[2024-01-01T00:00:00.000] error: forged\r\x1b[2J";
     std::string e = usage_error([&] { parse_option_value(forged); });
@@ -190,7 +190,7 @@ TEST(SpankLogText, QuotedAndLogSafe) {
     EXPECT_EQ(log_safe(std::string(2000, 'y')).size(), kMaxLogLine + 3);
 }
 
-// issue 22: the ucx flag (srun ,ucx) and plugstack ucx=yes|no.
+// The ucx flag (srun ,ucx) and plugstack ucx=yes|no.
 TEST(SpankOption, UcxFlag) {
     EXPECT_FALSE(parse_option_value("node").ucx);
     EXPECT_TRUE(parse_option_value("node,ucx").ucx);
@@ -207,4 +207,55 @@ TEST(SpankOption, UcxFlag) {
     const std::string s = usage_error([] { parse_site_config({"ucx=maybe"}); });
     EXPECT_NE(s.find("'maybe'"), std::string::npos) << s;
     EXPECT_NE(s.find("yes, no"), std::string::npos) << s;
+}
+
+// The usage line and the lists of valid flags are built from the flag table: the texts users
+// and sites already know stay exactly as they were written out before.
+TEST(SpankOption, FlagTableTexts) {
+    EXPECT_EQ(option_help(),
+              "<mode>[,verbose[=2]][,mem=<policy>][,ucx][,smt=1|all][,omp] with mode one of none, node, socket, "
+              "exclusive, core-complex and policy one of prefer, bind, interleave, none");
+    EXPECT_EQ(usage_error([] { parse_option_value("node,fast"); }),
+              "invalid --numa-binding flag 'fast' in 'node,fast' (valid flags, each at most once: verbose, verbose=2, "
+              "mem=prefer|bind|interleave|none, ucx, smt=1|all, omp)");
+    EXPECT_EQ(usage_error([] { parse_option_value("fast"); }),
+              "invalid --numa-binding mode 'fast' in 'fast' (valid modes: none, node, socket, exclusive, core-complex; "
+              "flags: verbose, verbose=2, mem=prefer|bind|interleave|none, ucx, smt=1|all, omp)");
+    EXPECT_EQ(usage_error([] { parse_option_value("node,mem=near"); }),
+              "invalid --numa-binding memory policy 'near' in 'node,mem=near' (valid: prefer, bind, interleave, none)");
+    EXPECT_EQ(usage_error([] { parse_option_value("node,smt=2"); }),
+              "invalid --numa-binding flag 'smt=2' in 'node,smt=2' (valid: smt=1, smt=all)");
+    // A flag that takes no value of this kind, or one given twice: the whole list.
+    for (const char* bad : {"node,verbose=3", "node,ucx=1", "node,omp=maybe", "node,mem", "node,smt",
+                            "node,mem=bind,mem=bind", "node,verbose,verbose=2", "node,"})
+        EXPECT_NE(usage_error([bad] { parse_option_value(bad); }).find("(valid flags, each at most once: "),
+                  std::string::npos)
+            << bad;
+}
+
+// Every flag of the table is accepted in each of its spellings, at most once.
+TEST(SpankOption, FlagTableSpellings) {
+    EXPECT_EQ(parse_option_value("node,verbose=1").verbose_level, 1);
+    EXPECT_EQ(*parse_option_value("node,mem=interleave").mem, nb::MemPolicy::Interleave);
+    EXPECT_FALSE(*parse_option_value("node,omp=no").omp);
+    EXPECT_TRUE(*parse_option_value("node,omp=yes").omp);
+    EXPECT_TRUE(*parse_option_value("node,ucx").ucx);
+    EXPECT_FALSE(*parse_option_value("node,smt=all").one_thread_per_core);
+    const UserChoice c = parse_option_value("socket,omp,smt=1,ucx=no,mem=none,verbose=2");
+    EXPECT_EQ(c.mode, nb::Mode::Socket);
+    EXPECT_TRUE(*c.omp);
+    EXPECT_TRUE(*c.one_thread_per_core);
+    EXPECT_FALSE(*c.ucx);
+    EXPECT_EQ(*c.mem, nb::MemPolicy::None);
+    EXPECT_EQ(c.verbose_level, 2);
+}
+
+// The plugstack's yes/no is the library's one parser: pyxis's spellings.
+TEST(SpankSiteConfig, YesNoSpellings) {
+    for (const char* yes : {"1", "yes", "y", "true"}) EXPECT_TRUE(parse_site_config({std::string("omp=") + yes}).omp);
+    for (const char* no : {"0", "no", "n", "false"}) EXPECT_FALSE(parse_site_config({std::string("ucx=") + no}).ucx);
+    EXPECT_NE(usage_error([] { parse_site_config({"batch_step=on"}); }).find("'on' for batch_step (valid: yes, no)"),
+              std::string::npos);
+    EXPECT_NE(usage_error([] { parse_site_config({"verbose=3"}); }).find("'3' for verbose (valid: yes, no, 2)"),
+              std::string::npos);
 }

@@ -65,7 +65,7 @@ TEST(DeviceFiles, ProbeTellsHeldFromMissing) {
     std::system(("rm -rf '" + root + "'").c_str());
 }
 
-// device_files= entries checked against what the file is (issue 20 item 4): the expected
+// device_files= entries checked against what the file is: the expected
 // verdicts follow from the fake tree built here (minor numbers, sysfs links), not from
 // numabind.
 TEST(DeviceFiles, CheckAgainstNvidiaMinorAndSysfs) {

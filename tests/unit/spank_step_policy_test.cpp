@@ -102,7 +102,7 @@ TEST(StepPolicy, MessagesAndFlags) {
     EXPECT_NE(d.message.find("bogus"), std::string::npos) << d.message;
 }
 
-// smt and omp (issue 22): the user's flag, else the site's; --hint=nomultithread always
+// smt and omp: the user's flag, else the site's; --hint=nomultithread always
 // means one thread per core.
 TEST(StepPolicy, SmtAndOmpTable) {
     struct Row {
@@ -158,7 +158,7 @@ TEST(StepPolicy, PtyShellIsAShellProgram) {
     EXPECT_FALSE(is_shell_program("", std::nullopt));
 }
 
-// issue 22: ucx from the option or the site.
+// ucx from the option or the site.
 TEST(StepPolicy, UcxFromOptionOrSite) {
     EXPECT_FALSE(decide_step(site({"default=node"}), facts(StepKind::Normal, true)).ucx);
     EXPECT_TRUE(decide_step(site({"default=node", "ucx=yes"}), facts(StepKind::Normal, true)).ucx);

@@ -1,6 +1,6 @@
 // Each planner stage on its own (src/core/plan_stages.hpp), on hand-built models
-// whose right answer can be read off the model, plus the five placement defects of
-// issue 11 as regression tests.
+// whose right answer can be read off the model, plus regression tests of placement
+// defects found on real nodes.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -162,7 +162,7 @@ TEST(SplitExclusive, L3EdgesWhereTheCountsAllow) {
     for (int p = 0; p < 4; ++p) EXPECT_EQ(parts[p], t.l3_groups[p].pus) << p;
 }
 
-// Regression (issue 11, 3): 12 tasks on an 8-core SMT2 node split threads silently.
+// More tasks than cores: the split of hardware threads is said (12 tasks, 8-core SMT2 node).
 TEST(SplitExclusive, MoreTasksThanCoresSaysHowManyShareACore) {
     Topology t = model(1, 8, 2, 8);
     std::vector<std::string> w;
@@ -213,8 +213,8 @@ TEST(SplitExclusivePool, SmallestHomeFirstTakesItsFairShareCappedByItsHome) {
     EXPECT_EQ(parts2[3], cores_pus(t, 6, 2));
 }
 
-// Regression (issue 11, 2): POWER9 with 1-core L3 groups gave rank 0 one core while
-// 2-core groups stayed free.
+// Whole L3 groups first: on POWER9 with 1-core L3 groups, rank 0 must not get one core
+// while 2-core groups stay free.
 TEST(SplitCoreComplexPool, LargestFreePartFirstAmongEquallyNearOnes) {
     Topology t = model(1, 5, 4, 1);
     // L3 groups: {core 0}, {cores 1,2}, {cores 3,4}
@@ -353,7 +353,7 @@ TEST(MemoryNodes, DeviceNodesThatAreAllowedElseTheCpuNodes) {
     EXPECT_EQ(memory_nodes(h, IdSet{}, MemPolicy::Prefer, w), (std::vector<int>{0, 1}));
     EXPECT_TRUE(w.empty());  // no allowed-memory set: nothing known to say
     EXPECT_EQ(memory_nodes(h, IdSet{1, 2}, MemPolicy::Prefer, w), std::vector<int>{1});
-    // memory follows the GPU, CPUs come from elsewhere: said (issue 20 item 8)
+    // memory follows the GPU, CPUs come from elsewhere: said
     EXPECT_TRUE(mentions(w, "keeps memory on the devices' NUMA node(s) 1 while the CPUs come from node(s) 2"));
     w.clear();
     EXPECT_EQ(memory_nodes(h, IdSet{1, 2}, MemPolicy::None, w), std::vector<int>{1});
@@ -364,8 +364,8 @@ TEST(MemoryNodes, DeviceNodesThatAreAllowedElseTheCpuNodes) {
 
 // ---- regressions through plan_node ----
 
-// Regression (issue 11, 1): one process driving all GPUs was bound to GPU 0's node; two
-// tasks with eight GPUs both went to socket 0.
+// A task driving several GPUs is bound near all of them: not one process on GPU 0's node,
+// not two tasks with eight GPUs both on socket 0.
 TEST(PlanOwnership, FewerTasksThanGpusOwnBlocksAndTheirHomes) {
     Topology t = model(2, 4, 2, 4);
     for (int i = 0; i < 8; ++i) t.pci_devices.push_back(gpu(0x10 + i, t.numa_nodes[i / 4].pus));
@@ -409,7 +409,7 @@ TEST(PlanOwnership, ABlockStraddlingTwoNodesGetsCpusNextToTheOthersWithoutOverla
     }
 }
 
-// Regression (issue 11, 4): a single-NUMA machine warned about machine-level devices.
+// A single-NUMA machine does not warn about machine-level devices.
 TEST(PlanWarnings, NoMachineLevelWarningOnASingleNumaMachine) {
     Topology t = model(1, 4, 2, 4);
     t.pci_devices = {gpu(0x10, t.all_pus(), true)};
@@ -425,7 +425,7 @@ TEST(PlanWarnings, NoMachineLevelWarningOnASingleNumaMachine) {
     EXPECT_FALSE(find_accelerators(t2, DeviceMatcher::builtin())[0].home_warning.empty());
 }
 
-// Regression (issue 11, 5): `--device-match 1bcf` skipped the NEC Vector Engine (0b40).
+// `--device-match 1bcf` finds the NEC Vector Engine (class 0b40).
 TEST(DeviceMatch, BareVendorCoversCoProcessorsAndProcessingAccelerators) {
     PciDevice ve;
     ve.vendor = 0x1bcf;

@@ -431,7 +431,7 @@ def check_case(R, K, shape, case, plans, runs, cpuset):
             wanted.append(("home memory not allowed: warned, node(s) %s" % e["mems"],
                            lambda w: "is not allowed" in w))
         if e["near"] and not e["memfb"] and mem != "none":
-            # memory follows the GPU, the CPUs come from elsewhere: said (issue 20 item 8)
+            # memory follows the GPU, the CPUs come from elsewhere: said
             wanted.append(("memory stays on the device's node(s) %s, CPUs from %s: warned" % (e["mems"], e["cpu_nodes"]),
                            lambda w: "keeps memory on the devices' NUMA node(s) %s" % ",".join(map(str, e["mems"])) in w))
         for what, pred in wanted:

@@ -1,0 +1,43 @@
+// The task's plan inside a step: from every local task's published GPUs (the exchange),
+// or from its own alone where its CPUs do not depend on the others'.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "context.hpp"
+#include "devices.hpp"
+#include "numabind/plan.hpp"
+#include "numabind/topology.hpp"
+
+namespace numabind::spank {
+
+// The local ranks in `all` whose state is `state`.
+std::vector<int> ranks_in(const std::vector<Published>& all, Published::State state);
+
+// The node planned with every task, late ones on stand-ins; where that is infeasible, the
+// on-time tasks alone (a late task then has no entry).
+std::vector<TaskPlan> plan_with_late(const State& st, const std::vector<Published>& all, const AllowedSets& allowed,
+                                     std::vector<std::string>& warnings);
+
+// The plan entry of local rank `rank`; nullptr when it has none.
+const TaskPlan* entry_of(const std::vector<TaskPlan>& tasks, int rank);
+
+// A task that missed the exchange: the others planned it on GPUs nobody holds and bound
+// themselves. It binds to the GPUs it can open, on CPUs none of them uses where the mode
+// is exclusive; with other late tasks, only within its own share of their plan.
+TaskPlan late_task_plan(const State& st, std::vector<Published> all, const Published& mine, const AllowedSets& allowed,
+                        int rank, std::vector<std::string>& notes);
+
+// Whether this task's CPUs depend on the other local tasks' GPUs. Exclusive modes keep
+// sets disjoint, so they do; in node and socket modes a task that holds GPUs of its own, or
+// sees the step's whole list (shared by the ownership rule, the same in every task), plans
+// alone: no task waits for the last one to fork (with 8 tasks on 2 CPUs that wait made every
+// program start after the last fork instead of in turn).
+bool needs_exchange(const State& st, const Published& mine);
+
+// node / socket without the exchange: this task's share of the step's list, or its own GPUs.
+TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
+                    std::vector<std::string>& warnings);
+
+}  // namespace numabind::spank
