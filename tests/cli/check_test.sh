@@ -179,11 +179,20 @@ check "gres.conf out of PCI order: WARN; device files known, so open() per task 
   eval '[ $(rc) = 0 ] && row WARN slurm "gres.conf order" "not in PCI order" && row OK "device files" "GPU rule" "open\\(\\)"'
 tree gres2 --gres-order 0,1,3,2,4,5,6,7 --no-info 0,1
 nb "$WORK/gres2"
-check "two device files unknown + gres.conf out of order: the shared-list rule, WARN" \
-  eval 'row WARN "device files" "GPU 0 " "no device file found" && row WARN "device files" "GPU rule" "2 of 8 device files unknown.*not list the GPUs in PCI order"'
+check "two device files unknown + gres.conf out of order: gres.conf's files stand in, WARN" \
+  eval 'row WARN "device files" "GPU 0 " "no device file found" && row WARN "device files" "GPU rule" "2 of 8 device files unknown.*gres.conf.s File=.*not list the GPUs in PCI order"'
 tree gres1 --no-info 5
 nb "$WORK/gres1"
-check "one device file unknown: still per device" eval 'row OK "device files" "GPU rule" "7 of 8 device files known.*per device"'
+check "one device file unknown, gres.conf names one file per GPU: gres.conf's file stands in (the engine's rule)" \
+  eval 'row WARN "device files" "GPU rule" "1 of 8 device files unknown.*gres.conf.s File= paths"'
+tree gres1a --no-info 5 --autodetect --constrain-devices
+nb "$WORK/gres1a"
+check "one device file unknown, no gres.conf files, devices constrained: still per device" \
+  eval 'row OK "device files" "GPU rule" "7 of 8 device files known.*per device"'
+tree gres1b --no-info 5 --autodetect
+nb "$WORK/gres1b"
+check "device files unknown, devices not constrained: the gres index (the engine's rule)" \
+  eval 'row OK "device files" "GPU rule" "Slurm does not constrain devices.*gres index"'
 tree auto --autodetect --no-info 0,1
 nb "$WORK/auto"
 check "AutoDetect=nvml: PCI order, the shared-list rule is right" eval 'row OK slurm "gres.conf order" "AutoDetect=nvml" && row OK "device files" "GPU rule" "right here"'
