@@ -5,6 +5,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "core/text.hpp"
 #include "numabind/error.hpp"
 
 namespace numabind::spank {
@@ -14,14 +15,6 @@ namespace {
 std::string lower(std::string s) {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(line);
-    return out;
 }
 
 // Splits at commas outside brackets: "n[1-2],gpu01" -> "n[1-2]", "gpu01".

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "core/text.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
 #include "policy/log_text.hpp"
@@ -23,14 +24,6 @@ std::string trim(const std::string& s) {
     if (a == std::string::npos) return "";
     const size_t b = s.find_last_not_of(" \t\r\n");
     return s.substr(a, b - a + 1);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> out;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) out.push_back(line);
-    return out;
 }
 
 bool all_digits(const std::string& s) {

@@ -23,6 +23,19 @@ inline std::vector<std::string_view> split(std::string_view text, char sep) {
 
 // {0,2,3} -> "0,2,3": the one spelling of an index list (NUMABIND_MEMS, messages, the plan
 // marker). `none`: what an empty list reads as ("" by default, "-" in tables and log lines).
+// The lines of a text, without their newlines (a last line without one included).
+inline std::vector<std::string> lines_of(std::string_view text) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        out.emplace_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
 inline std::string join_ints(const std::vector<int>& values, std::string_view sep = ",", std::string_view none = "") {
     std::string out;
     for (int v : values) {

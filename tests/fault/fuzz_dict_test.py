@@ -3,9 +3,10 @@
 
     fuzz_dict_test.py SOURCE_DIR
 
-The keys come from the parser's own one-line help texts in spank/policy/config.cpp (the
-plugstack keys of kSiteKeys, the --numa-binding flags of option_help), so a key added to the
-parser without its token fails here. Exit 1 naming each missing token.
+The keys come from the parsers' own sources: the plugstack keys of kSiteKeys (the one-line help
+text in spank/policy/config.cpp) and the rows of the --numa-binding flag table
+(spank/policy/option_flags.cpp), so a key added to a parser without its token fails here.
+Exit 1 naming each missing token.
 """
 import pathlib
 import re
@@ -17,9 +18,10 @@ def main() -> int:
     source = (root / 'spank/policy/config.cpp').read_text()
     tokens = set(re.findall(r'^"(.*)"$', (root / 'fuzz/dict/fuzz_options.dict').read_text(), re.M))
     site = re.search(r'kSiteKeys =\s*((?:"[^"]*"\s*)+);', source)
-    flags = re.search(r'return std::string\("([^"]*)"\)', source)
+    # a row of the flag table: {"name", BARE, {values}, ...}
+    flags = re.findall(r'\{"([a-z_]+)", (true|false), \{', (root / 'spank/policy/option_flags.cpp').read_text())
     if not site or not flags:
-        print('cannot find kSiteKeys or option_help in spank/policy/config.cpp (update this test)')
+        print('cannot find kSiteKeys in spank/policy/config.cpp or the flag table in option_flags.cpp (update this test)')
         return 1
     site_text = ''.join(re.findall(r'"([^"]*)"', site.group(1)))
     wanted = set()
@@ -28,10 +30,10 @@ def main() -> int:
         wanted.add(key + '=' if '=' in item.split(' ')[0] and not item.startswith(key + '[') else key)
     for alias in re.findall(r'alias ([a-z_]+)', site_text):
         wanted.add(alias + '=')
-    for flag in re.findall(r'\[,([a-z]+)', flags.group(1)):  # "[,ucx]", "[,smt=1|all]", "[,omp]"
-        wanted.add(flag)
-    for flag in re.findall(r'\[,([a-z]+=)', flags.group(1)):
-        wanted.add(flag)
+    for name, bare in flags:  # a bare flag ("ucx") may also take a value ("ucx=no")
+        wanted.add(name if bare == 'true' else name + '=')
+        if bare == 'true':
+            wanted.add(name + '=')
     missing = sorted(w for w in wanted if not any(t == w or t.startswith(w) for t in tokens))
     for w in missing:
         print(f'fuzz/dict/fuzz_options.dict has no token for {w!r}')
