@@ -44,7 +44,6 @@ struct State {
     std::string model_source;    // where it came from, for messages
     std::vector<Accelerator> accelerators;
     std::vector<std::string> device_files;  // per accelerator; "" where not known
-    bool gres_device_files = false;         // some of them are Slurm's (gres.conf File=)
     std::optional<bool> devices_constrained;  // Slurm's device cgroup, read where a file is unknown
     IdSet allocated;                        // the step's CPUs as Slurm allocated them (empty: unknown)
     NodeShare share;                        // created before the tasks fork

@@ -57,7 +57,6 @@ void use_slurm_device_files(State& st) {
     if (!slurm_files_usable(gres.files.size(), st.accelerators.size())) return;
     for (size_t i = 0; i < st.device_files.size(); ++i)
         if (st.device_files[i].empty()) st.device_files[i] = gres.files[i];
-    st.gres_device_files = true;
 }
 
 }  // namespace numabind::spank

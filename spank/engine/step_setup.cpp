@@ -102,7 +102,6 @@ int stepd_prepare(spank_t sp) {
     st.model = Topology{};
     st.accelerators.clear();
     st.device_files.clear();
-    st.gres_device_files = false;
     st.devices_constrained.reset();
     st.allocated = IdSet{};
     st.share.destroy();

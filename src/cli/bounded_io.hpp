@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "sys/config_file.hpp"
+
 namespace numabind::cli {
 
-// The most `check` reads of one configuration file (slurm.conf, gres.conf, plugstack).
-inline constexpr size_t kMaxConfigBytes = 1 << 20;
+// check reads a configuration file up to the plugin's own bound, so the two never differ.
+using numabind::kMaxConfigBytes;
 
-// A regular file's contents, at most `limit` bytes: opened O_NONBLOCK (a FIFO never blocks
-// the open) and checked with fstat before any read. nullopt with `error` set to one phrase
-// ("is a FIFO, not a regular file", "is larger than the 1048576-byte limit", errno).
-std::optional<std::string> read_regular_file(const std::string& path, size_t limit, std::string& error);
+// The plugin's own bounded reader (src/sys/config_file.hpp).
+using numabind::read_regular_file;
 
 // `program` from PATH: absolute entries only (an empty or relative entry is never the
 // current directory); as root also only a file untrusted_file() accepts (root's, in root's

@@ -1,4 +1,4 @@
-// A site configuration file, read whole and bounded (see config_file.hpp).
+// Bounded reads of site configuration files (see config_file.hpp).
 #include "sys/config_file.hpp"
 
 #include <fcntl.h>
@@ -10,32 +10,59 @@
 
 namespace numabind {
 
-std::optional<std::string> read_config_file(const std::string& path, std::string& why) {
-    why.clear();
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+namespace {
+
+const char* kind_of(mode_t mode) {
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "something else";
+}
+
+}  // namespace
+
+std::optional<std::string> read_regular_file(const std::string& path, size_t limit, std::string& error) {
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
-        if (errno != ENOENT) why = path + ": " + std::strerror(errno);
+        error = std::strerror(errno);
         return std::nullopt;
     }
-    struct stat sb {};
-    std::optional<std::string> out;
-    if (fstat(fd, &sb) != 0) {
-        why = path + ": " + std::strerror(errno);
-    } else if (!S_ISREG(sb.st_mode)) {
-        why = path + " is not a regular file";
-    } else if (static_cast<unsigned long long>(sb.st_size) > kMaxConfigBytes) {
-        why = path + " is larger than " + std::to_string(kMaxConfigBytes >> 20) + " MiB";
-    } else {
-        std::string text;
-        char buf[8192];
-        ssize_t n = 0;
-        while (text.size() <= kMaxConfigBytes && (n = read(fd, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
-        if (n < 0) why = path + ": " + std::strerror(errno);
-        else if (text.size() > kMaxConfigBytes) why = path + " is larger than " + std::to_string(kMaxConfigBytes >> 20) + " MiB";
-        else out = std::move(text);
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        error = std::string("is ") + kind_of(st.st_mode) + ", not a regular file";
+        close(fd);
+        return std::nullopt;
+    }
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            error = std::strerror(errno);
+            close(fd);
+            return std::nullopt;
+        }
+        if (n == 0) break;
+        if (text.size() + static_cast<size_t>(n) > limit) {
+            error = "is larger than the " + std::to_string(limit) + "-byte limit";
+            close(fd);
+            return std::nullopt;
+        }
+        text.append(buf, static_cast<size_t>(n));
     }
     close(fd);
-    return out;
+    return text;
+}
+
+std::optional<std::string> read_config_file(const std::string& path, std::string& why) {
+    why.clear();
+    std::string error;
+    std::optional<std::string> text = read_regular_file(path, kMaxConfigBytes, error);
+    if (!text && error != std::strerror(ENOENT)) why = path + ": " + error;
+    return text;
 }
 
 }  // namespace numabind
