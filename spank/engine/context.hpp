@@ -18,6 +18,7 @@ extern "C" {
 #include "policy/config.hpp"
 #include "policy/step_policy.hpp"
 #include "said_once.hpp"
+#include "step_plan.hpp"
 #include "shared/messages.hpp"
 
 namespace numabind::spank {
@@ -46,7 +47,9 @@ struct State {
     std::vector<std::string> device_files;  // per accelerator; "" where not known
     std::optional<bool> devices_constrained;  // Slurm's device cgroup, read where a file is unknown
     IdSet allocated;                        // the step's CPUs as Slurm allocated them (empty: unknown)
+    int local_tasks = 1;                    // Slurm's local task count
     NodeShare share;                        // created before the tasks fork
+    StepPlan step_plan;                     // made in slurmstepd as the user, before the fork
     SaidOnce said;                          // step-level messages, each once (likewise)
 };
 
@@ -54,6 +57,7 @@ State& state();
 
 // Hooks (stepd.cpp).
 int stepd_prepare(spank_t sp);    // slurmstepd, before the tasks fork
+int stepd_plan_step(spank_t sp);  // slurmstepd as the user, in the step's cgroups, before the fork
 int stepd_task_init(spank_t sp);  // the task, as the user, right before execve
 void stepd_exit();
 

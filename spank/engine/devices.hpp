@@ -67,6 +67,9 @@ struct Published {
     State state = State::Missing;
     bool per_task = true;
     std::vector<int> devices;
+    // The task found what slurmstepd expected and took its entry of the step's plan
+    // (step_plan.hpp): its CPUs are that entry's, whatever the others find.
+    bool committed = false;
 };
 
 struct NodeDevices {

@@ -16,6 +16,8 @@ namespace {
 
 // Slot states; a slot leaves Empty exactly once (compare-and-swap).
 enum : uint32_t { kEmpty = 0, kPerTask = 1, kShared = 2, kMissing = 3, kLate = 4 };
+// Or'ed into kPerTask / kShared: the task took its entry of the step's plan.
+constexpr uint32_t kCommitted = 8;
 
 uint32_t load(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 bool cas(uint32_t* p, uint32_t from, uint32_t to) {
@@ -105,7 +107,8 @@ bool NodeShare::publish(int rank, const Published& mine) {
         for (int d : mine.devices)
             if (d >= 0 && d < devices_ && len < static_cast<uint32_t>(devices_)) s[2 + len++] = static_cast<uint32_t>(d);
     s[1] = len;  // written before the state's release store below makes them visible
-    const uint32_t state = mine.state != Published::State::Devices ? kMissing : mine.per_task ? kPerTask : kShared;
+    uint32_t state = mine.state != Published::State::Devices ? kMissing : mine.per_task ? kPerTask : kShared;
+    if (mine.state == Published::State::Devices && mine.committed) state |= kCommitted;
     const bool ok = cas(&s[0], kEmpty, state);
     if (step_hook_) step_hook_(Step::SlotFinal);
     // Only the last one wakes the waiters: a wake per publication would wake every waiter
@@ -153,7 +156,8 @@ std::vector<Published> NodeShare::wait_all(int timeout_ms) {
             continue;
         }
         p.state = Published::State::Devices;
-        p.per_task = state == kPerTask;
+        p.per_task = (state & ~kCommitted) == kPerTask;
+        p.committed = (state & kCommitted) != 0;
         const uint32_t len = s[1];
         for (uint32_t i = 0; i < len && i < static_cast<uint32_t>(devices_); ++i)
             p.devices.push_back(static_cast<int>(s[2 + i]));

@@ -105,9 +105,11 @@ int stepd_prepare(spank_t sp) {
     st.devices_constrained.reset();
     st.allocated = IdSet{};
     st.share.destroy();
+    st.step_plan = StepPlan{};
 
     uint32_t ntasks = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS) ntasks = 1;
+    st.local_tasks = static_cast<int>(ntasks);
     uint32_t cpus_per_task = 0;
     if (spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpus_per_task) == ESPANK_SUCCESS && cpus_per_task < (1u << 20))
         st.min_cpus = static_cast<int>(cpus_per_task);

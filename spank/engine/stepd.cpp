@@ -1,8 +1,9 @@
 // numabind SPANK plugin: the task context of a step the front decided binds
-// (step_policy.hpp). Each task finds the GPUs it holds, publishes them, waits (bounded) for
-// the other local tasks, plans the node from everybody's sets (the same plan in every task,
-// task_plan.hpp) and binds itself in task_init. The step's setup before the fork:
-// step_setup.cpp.
+// (step_policy.hpp). Each task finds the GPUs it holds; where they are what slurmstepd
+// expected, it binds itself to its entry of the step's plan (step_planning.cpp) at once.
+// Otherwise it publishes them, waits (bounded) for the other local tasks and plans the node
+// from everybody's sets (the same plan in every such task, task_plan.hpp). The step's setup
+// before the fork: step_setup.cpp.
 #include <sched.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "core/text.hpp"
 #include "core/visible.hpp"
 #include "devices.hpp"
+#include "gpus_held.hpp"
 #include "numabind/error.hpp"
 #include "numabind/idset.hpp"
 #include "numabind/plan.hpp"
@@ -24,8 +26,6 @@
 #include "policy/log_text.hpp"
 #include "shared/step_scope.hpp"
 #include "sys/binding.hpp"
-#include "sys/device_files.hpp"
-#include "sys/nvml.hpp"
 #include "task_plan.hpp"
 
 namespace numabind::spank {
@@ -67,40 +67,6 @@ int give_up(spank_t sp, State& st, const std::string& who, const std::string& wh
     clear_variables(sp, true);
     if (say) task_stderr("warning: " + who + ": " + why + "; running unbound (fallback=warn)");
     return 0;
-}
-
-// This task's GPUs, by the rule in devices.hpp: each known device file probed with open().
-TaskGpus own_gpus(spank_t sp, const State& st) {
-    GpuFacts facts;
-    facts.step_gpus = st.step_gpus;
-    facts.devices_constrained = st.devices_constrained;
-    std::vector<int> held, unknown;
-    for (size_t i = 0; i < st.device_files.size(); ++i) {
-        const int idx = static_cast<int>(i);
-        if (st.device_files[i].empty()) {
-            unknown.push_back(idx);
-            continue;
-        }
-        switch (probe_device_file(st.device_files[i]).access) {
-            case DeviceAccess::Held: held.push_back(idx); break;
-            case DeviceAccess::Denied: break;
-            case DeviceAccess::Missing:  // gone since slurmstepd looked: not a denial
-            case DeviceAccess::Unknown: unknown.push_back(idx); break;
-        }
-    }
-    if (static_cast<int>(unknown.size()) < static_cast<int>(st.accelerators.size())) {
-        facts.held = std::move(held);
-        facts.unknown = std::move(unknown);
-    }
-    EnvLookup env = [sp](const std::string& name) { return job_getenv(sp, name); };
-    UuidResolver nvml;  // dlopen NVML only when a UUID needs resolving
-    UuidResolver lazy = [&nvml](const std::string& uuid) {
-        if (!nvml) nvml = nvml_uuid_resolver();
-        return nvml(uuid);
-    };
-    TaskGpus t = resolve_task_gpus(st.accelerators, facts, env, lazy);
-    t.opened = facts.held;
-    return t;
 }
 
 // No accelerator for this step: a site default does nothing (verbose says why, once); an
@@ -169,24 +135,30 @@ struct TaskFacts {
     Clock::time_point start, read;
 };
 
+// The step's cpuset within Slurm's allocation, as this task sees it.
+void read_own_allowed(const State& st, TaskFacts& f) {
+    f.allowed_error = failure_of([&] {
+        AllowedSets kernel = kernel_allowed();
+        if (!st.allocated.empty()) kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), f.allowed_note);
+        f.allowed = allowed_in(st.model, kernel, st.model_source);
+    });
+}
+
 TaskFacts read_task_facts(spank_t sp, const State& st) {
     TaskFacts f;
     f.id = task_ids(sp);
     f.who = node_label(st) + " task " + std::to_string(f.id.global) + " (local " + std::to_string(f.id.rank) + ")";
     f.start = Clock::now();
-    f.gpus_error = failure_of([&] { f.gpus = own_gpus(sp, st); });
-    if (f.gpus_error.empty()) {
-        f.published.state = Published::State::Devices;
-        f.published.per_task = f.gpus.per_task;
-        if (f.gpus.gpu_step) f.published.devices = f.gpus.devices;
+    f.gpus_error = failure_of([&] { f.gpus = gpus_held(sp, st); });
+    if (f.gpus_error.empty()) f.published = published_of(f.gpus);
+    // The step's cpuset, read once in slurmstepd where it could be; else here, before
+    // waiting, off the path that the last-arriving task sets for everyone.
+    if (st.step_plan.allowed_known) {
+        f.allowed = st.step_plan.allowed;
+        f.allowed_note = st.step_plan.allowed_note;
+    } else {
+        read_own_allowed(st, f);
     }
-    // The step's cpuset as this task sees it: the others' sets are not needed for it, so it is
-    // read before waiting, off the path that the last-arriving task sets for everyone.
-    f.allowed_error = failure_of([&] {  // the step's cpuset and Slurm's allocation, not Slurm's affinity
-        AllowedSets kernel = kernel_allowed();
-        if (!st.allocated.empty()) kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), f.allowed_note);
-        f.allowed = allowed_in(st.model, kernel, st.model_source);
-    });
     f.read = Clock::now();
     return f;
 }
@@ -234,11 +206,43 @@ void warn_late_tasks(State& st, const Exchange& ex) {
                     " s; the others were planned on their own GPUs");
 }
 
+// The device pointer must outlive the plan it came from: point it into our own accelerator list.
+void point_device(const State& st, TaskPlan& t) {
+    t.device = t.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(t.devices.front()));
+}
+
 struct Planned {
     TaskPlan task;
     std::vector<std::string> notes;  // about this task alone (it reported too late), said by it
+    const char* from = "";           // which plan it is, for the detailed verbose line
+    bool from_step = false;          // this task's entry of the step's plan
     Clock::time_point at;
 };
+
+// The exchange's tasks beside those that took the step's plan (exclusive modes): on the CPUs
+// those do not use; where that is infeasible, this task's own entry of the step's plan.
+TaskPlan plan_beside_step(State& st, const TaskFacts& f, const Exchange& ex, Planned& out) {
+    std::vector<std::string> warnings;
+    const TaskPlan* mine = nullptr;
+    std::vector<TaskPlan> tasks;
+    try {
+        tasks = plan_beside_committed(st, ex.all, st.step_plan.tasks, f.allowed, warnings);
+        mine = entry_of(tasks, f.id.rank);
+    } catch (const Error&) {
+    }
+    say_once(st, warnings);
+    out.from = "beside the step's plan";
+    if (mine) return *mine;
+    const TaskPlan* step_entry = entry_of(st.step_plan.tasks, f.id.rank);
+    if (!step_entry) throw Error("internal error: no plan for local task " + std::to_string(f.id.rank));
+    out.notes.push_back("this task found other GPUs than the step's plan expected and no CPU is left beside the "
+                        "tasks that took it; bound as the step planned it");
+    return *step_entry;
+}
+
+bool any_committed(const Exchange& ex) {
+    return std::any_of(ex.all.begin(), ex.all.end(), [](const Published& q) { return q.committed; });
+}
 
 // The node (or this task alone) planned; the plan's warnings said once per step.
 Planned plan_this_task(State& st, const TaskFacts& f, const Exchange& ex) {
@@ -247,16 +251,17 @@ Planned plan_this_task(State& st, const TaskFacts& f, const Exchange& ex) {
     std::vector<std::string> warnings;
     if (!ex.done) {
         out.task = plan_alone(st, f.published, f.allowed, ntasks, f.id.rank, warnings);
+        out.from = "alone";
+    } else if (disjoint(st.decision.mode) && st.step_plan.ready && any_committed(ex)) {
+        out.task = plan_beside_step(st, f, ex, out);
     } else {
         const std::vector<TaskPlan> tasks = plan_with_late(st, ex.all, f.allowed, warnings);
         const TaskPlan* mine = entry_of(tasks, f.id.rank);
         if (ex.in_time && !mine) throw Error("internal error: no plan for local task " + std::to_string(f.id.rank));
         out.task = ex.in_time ? *mine : late_task_plan(st, ex.all, f.published, f.allowed, f.id.rank, out.notes);
+        out.from = "the exchange";
     }
     say_once(st, warnings);
-    // The device pointer must outlive `plan`: point it into our own accelerator list.
-    TaskPlan& t = out.task;
-    t.device = t.devices.empty() ? nullptr : &st.accelerators.at(static_cast<size_t>(t.devices.front()));
     return out;
 }
 
@@ -265,6 +270,7 @@ Stop plan_task(spank_t sp, State& st, const TaskFacts& f, const Exchange& ex, Pl
     std::string failure = f.allowed_error;
     if (failure.empty()) failure = failure_of([&] { out = plan_this_task(st, f, ex); });
     if (!failure.empty()) return give_up(sp, st, node_label(st), failure);
+    point_device(st, out.task);
     out.at = Clock::now();
     return kGoOn;
 }
@@ -331,7 +337,8 @@ std::string verbose_line(const State& st, const TaskFacts& f, const Exchange& ex
     if (st.decision.detail) {
         const auto end = Clock::now();
         const std::string opens = f.gpus.opened ? join_ints(*f.gpus.opened, ",", "-") : std::string("unknown");
-        line += "; GPUs from " + f.gpus.source + " (held " + (opens.empty() ? std::string("none") : opens) + "); took " +
+        line += "; GPUs from " + f.gpus.source + " (held " + (opens.empty() ? std::string("none") : opens) + "); planned " +
+                planned.from + "; took " +
                 us_between(f.start, end) + " us (gpus and cpuset " + us_between(f.start, f.read) + ", wait " +
                 us_between(f.read, ex.at) + ", plan " + us_between(ex.at, planned.at) + ", bind " +
                 us_between(planned.at, end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +
@@ -340,31 +347,87 @@ std::string verbose_line(const State& st, const TaskFacts& f, const Exchange& ex
     return line;
 }
 
-// Each task: its GPUs published, the others' awaited where its plan depends on them, the
-// node planned, the task bound and its variables set. Every failure ends in give_up or
-// no_gpu, here or (an exception) in stepd_task_init.
-int task_init(spank_t sp, State& st) {
-    if (Stop s = check_prepared(sp, st)) return *s;
-    say_once(st, st.notes);
-    if (Stop s = check_accelerators(sp, st)) return *s;
-    const TaskFacts facts = read_task_facts(sp, st);
+// A task of the step's plan whose bind failed: its own cpuset differs from the step's as
+// slurmstepd read it. It keeps to the part of its entry (its alone) that its cpuset allows;
+// false when that is nothing or all of it.
+bool narrow_to_own_cpuset(const State& st, Planned& planned) {
+    TaskFacts own;
+    read_own_allowed(st, own);
+    if (!own.allowed_error.empty()) return false;
+    TaskPlan& t = planned.task;
+    const IdSet cpus = t.cpus & own.allowed.cpus;
+    std::vector<int> mems;
+    for (int m : t.mems)
+        if (own.allowed.mems.contains(m)) mems.push_back(m);
+    if (cpus.empty() || (cpus == t.cpus && mems == t.mems)) return false;
+    t.cpus = cpus;
+    t.mems = mems;
+    if (mems.empty()) t.mem = MemPolicy::None;
+    planned.notes.push_back("this task's cpuset differs from the step's; bound to the part of its plan that it allows");
+    return true;
+}
+
+// Binds the task as planned, says what concerns it and sets its variables. Restores the
+// previous placement on every way out until keep(), so that a task is either bound as
+// NUMABIND_* says or exactly as it was.
+int bind_task(spank_t sp, State& st, const TaskFacts& f, const Exchange& ex, Planned& planned) {
+    ScopedBinding binding;
+    ApplyResult applied = binding.apply(planned.task);
+    if (!applied.ok && applied.restored && planned.from_step && narrow_to_own_cpuset(st, planned))
+        applied = binding.apply(planned.task);
+    if (Stop s = check_bound(sp, st, f.who, applied)) return *s;
+    say_task_warnings(st, f, planned, applied);
+    export_binding(sp, st, planned.task);
+    const std::string omp_line = export_omp(sp, st, planned.task);
+    if (st.decision.verbose) task_stderr(verbose_line(st, f, ex, planned, omp_line));
+    binding.keep();
+    return 0;
+}
+
+// The task found other GPUs than expected (or the step could not be planned): its GPUs
+// published, the others' awaited where its plan depends on them, the node planned.
+int plan_by_exchange(spank_t sp, State& st, const TaskFacts& facts) {
     const Exchange ex = exchange_gpus(st, facts);
     if (Stop s = check_own_gpus(sp, st, facts)) return *s;
     if (Stop s = check_node_gpus(sp, st, facts, ex)) return *s;
     warn_late_tasks(st, ex);
     Planned planned;
     if (Stop s = plan_task(sp, st, facts, ex, planned)) return *s;
-    // Restores the previous placement on every way out until keep(), so that a task is
-    // either bound as NUMABIND_* says or exactly as it was.
-    ScopedBinding binding;
-    const ApplyResult applied = binding.apply(planned.task);
-    if (Stop s = check_bound(sp, st, facts.who, applied)) return *s;
-    say_task_warnings(st, facts, planned, applied);
-    export_binding(sp, st, planned.task);
-    const std::string omp_line = export_omp(sp, st, planned.task);
-    if (st.decision.verbose) task_stderr(verbose_line(st, facts, ex, planned, omp_line));
-    binding.keep();
-    return 0;
+    return bind_task(sp, st, facts, ex, planned);
+}
+
+// The task found the GPUs slurmstepd expected: it takes its entry of the step's plan and
+// says so to the others at once (a task that found other GPUs plans beside it), no waiting.
+int take_step_plan(spank_t sp, State& st, TaskFacts& f) {
+    f.published.committed = true;
+    Exchange ex;
+    ex.in_time = st.share.publish(f.id.rank, f.published);
+    ex.at = Clock::now();
+    if (!ex.in_time) {  // a task that found other GPUs already planned without this one: as it did
+        f.published.committed = false;
+        return plan_by_exchange(sp, st, f);
+    }
+    if (st.step_plan.tasks.empty()) return no_gpu(sp, st, "no GPU allocated to this step on this node");
+    Planned planned;
+    planned.task = *entry_of(st.step_plan.tasks, f.id.rank);
+    planned.from = "the step's plan";
+    planned.from_step = true;
+    say_once(st, st.step_plan.warnings);
+    point_device(st, planned.task);
+    planned.at = Clock::now();
+    return bind_task(sp, st, f, ex, planned);
+}
+
+// Each task, bound and its variables set. Every failure ends in give_up or no_gpu, here or
+// (an exception) in stepd_task_init.
+int task_init(spank_t sp, State& st) {
+    if (Stop s = check_prepared(sp, st)) return *s;
+    say_once(st, st.notes);
+    if (Stop s = check_accelerators(sp, st)) return *s;
+    TaskFacts facts = read_task_facts(sp, st);
+    if (facts.gpus_error.empty() && takes_step_plan(st.step_plan, facts.published, facts.id.rank))
+        return take_step_plan(sp, st, facts);
+    return plan_by_exchange(sp, st, facts);
 }
 
 }  // namespace

@@ -34,6 +34,15 @@ int prepare(spank_t sp, const void* step) noexcept {
     return -1;  // as any hook that fails: Slurm reports it
 }
 
+int plan_step(spank_t sp) noexcept {
+    try {
+        return stepd_plan_step(sp);
+    } catch (...) {
+        state().step_plan = StepPlan{};  // the tasks plan as they would without it
+    }
+    return 0;
+}
+
 int task_init(spank_t sp) noexcept { return stepd_task_init(sp); }  // catches everything itself
 
 void exit_step() noexcept {
@@ -50,5 +59,6 @@ void exit_step() noexcept {
 extern "C" {
 __attribute__((visibility("default"))) extern const numabind_stepd_api numabind_stepd_v1;
 const numabind_stepd_api numabind_stepd_v1 = {NUMABIND_STEPD_BUILD, numabind::spank::prepare,
+                                              numabind::spank::plan_step,
                                               numabind::spank::task_init, numabind::spank::exit_step};
 }

@@ -136,4 +136,50 @@ TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& a
     return t;
 }
 
+std::vector<TaskPlan> plan_step(const State& st, const Published& expected, const AllowedSets& allowed, int ntasks,
+                                std::vector<std::string>& warnings) {
+    const std::vector<Published> all(static_cast<size_t>(ntasks), expected);
+    if (needs_exchange(st, expected)) return plan_with_late(st, all, allowed, warnings);
+    if (!expected.per_task) {
+        NodePlan plan = plan_from(st, all, allowed, ntasks);
+        warnings = plan_warnings(plan);
+        return plan.tasks;
+    }
+    std::vector<TaskPlan> out(static_cast<size_t>(ntasks), plan_alone(st, expected, allowed, 1, 0, warnings));
+    for (int r = 0; r < ntasks; ++r) out[static_cast<size_t>(r)].local_rank = r;
+    return out;
+}
+
+bool takes_step_plan(const StepPlan& plan, const Published& found, int rank) {
+    if (!plan.ready || found.state != Published::State::Devices) return false;
+    if (found.per_task != plan.expected.per_task || found.devices != plan.expected.devices) return false;
+    return plan.tasks.empty() || entry_of(plan.tasks, rank) != nullptr;
+}
+
+std::vector<TaskPlan> plan_beside_committed(const State& st, const std::vector<Published>& all,
+                                            const std::vector<TaskPlan>& step_tasks, const AllowedSets& allowed,
+                                            std::vector<std::string>& warnings) {
+    IdSet taken;
+    std::vector<Published> rest;
+    std::vector<int> ranks;
+    for (size_t q = 0; q < all.size(); ++q) {
+        if (all[q].committed) {
+            const TaskPlan* e = entry_of(step_tasks, static_cast<int>(q));
+            if (!e) throw Error("internal error: no step plan entry for local task " + std::to_string(q));
+            taken |= e->cpus;
+            continue;
+        }
+        rest.push_back(all[q]);
+        ranks.push_back(static_cast<int>(q));
+    }
+    if (rest.empty()) return {};
+    AllowedSets free = allowed;
+    free.cpus = allowed.cpus - taken;
+    if (free.cpus.empty())  // an empty set would mean every CPU to the planner
+        throw Error("every CPU of the step is taken by the tasks that took the step's plan");
+    std::vector<TaskPlan> out = plan_with_late(st, rest, free, warnings);
+    for (TaskPlan& t : out) t.local_rank = ranks.at(static_cast<size_t>(t.local_rank));
+    return out;
+}
+
 }  // namespace numabind::spank

@@ -1,5 +1,6 @@
-// The task's plan inside a step: from every local task's published GPUs (the exchange),
-// or from its own alone where its CPUs do not depend on the others'.
+// The task's plan inside a step: the step's plan made once in slurmstepd when the task finds
+// what it expected; otherwise from every local task's published GPUs (the exchange), or from
+// its own alone where its CPUs do not depend on the others'.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "devices.hpp"
 #include "numabind/plan.hpp"
 #include "numabind/topology.hpp"
+#include "step_plan.hpp"
 
 namespace numabind::spank {
 
@@ -39,5 +41,22 @@ bool needs_exchange(const State& st, const Published& mine);
 // node / socket without the exchange: this task's share of the step's list, or its own GPUs.
 TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
                     std::vector<std::string>& warnings);
+
+// Every local task's entry as each would plan it after finding `expected` (all alike): the
+// step's plan, made once. Throws Error where that plan is infeasible.
+std::vector<TaskPlan> plan_step(const State& st, const Published& expected, const AllowedSets& allowed, int ntasks,
+                                std::vector<std::string>& warnings);
+
+// Whether a task that found `found` takes its entry of the step's plan: only when it found
+// exactly what slurmstepd expected (the same GPUs, shared or its own alike), so that its entry
+// is what the exchange would have given it.
+bool takes_step_plan(const StepPlan& plan, const Published& found, int rank);
+
+// Under an exclusive mode, the tasks that did not take the step's plan, planned on the CPUs
+// the tasks that took it do not use (the same plan in each of them). Throws Error where
+// that is infeasible.
+std::vector<TaskPlan> plan_beside_committed(const State& st, const std::vector<Published>& all,
+                                            const std::vector<TaskPlan>& step_tasks, const AllowedSets& allowed,
+                                            std::vector<std::string>& warnings);
 
 }  // namespace numabind::spank

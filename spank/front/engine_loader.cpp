@@ -43,7 +43,7 @@ const numabind_stepd_api* load(std::string& error) {
         return nullptr;
     }
     const auto* api = static_cast<const numabind_stepd_api*>(dlsym(handle, NUMABIND_STEPD_SYMBOL));
-    if (!api || !api->build || !api->prepare || !api->task_init || !api->exit) {
+    if (!api || !api->build || !api->prepare || !api->plan_step || !api->task_init || !api->exit) {
         error = "the step engine " + engine + " has no " + NUMABIND_STEPD_SYMBOL + " (from another numabind release?)";
         dlclose(handle);
         return nullptr;

@@ -38,6 +38,7 @@ int local_init(spank_t sp);           // srun, sbatch, salloc, slurmstepd: regis
 int local_init_post_opt(spank_t sp);  // srun, sbatch, salloc: validate the inherited value
 int option_callback(int val, const char* optarg, int remote) noexcept;
 int front_prepare(spank_t sp);   // slurmstepd, before the tasks fork
+int front_user_init(spank_t sp);  // slurmstepd as the user, in the step's cgroups, before the fork
 int front_task_init(spank_t sp);  // the task, right before execve
 void front_exit();
 

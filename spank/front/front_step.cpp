@@ -59,6 +59,12 @@ int front_prepare(spank_t sp) {
     return st.engine->prepare(sp, &st.step);
 }
 
+int front_user_init(spank_t sp) {
+    const FrontState& st = front_state();
+    if (st.step.decision.action != Action::Bind || !st.engine) return 0;
+    return st.engine->plan_step(sp);
+}
+
 int front_task_init(spank_t sp) {
     FrontState& st = front_state();
     const StepDecision& d = st.step.decision;

@@ -94,6 +94,10 @@ NB_EXPORT int slurm_spank_init_post_opt(spank_t sp, int /*ac*/, char** /*av*/) {
     });
 }
 
+NB_EXPORT int slurm_spank_user_init(spank_t sp, int /*ac*/, char** /*av*/) {
+    return nbs::guard("user_init", [&] { return spank_remote(sp) ? nbs::front_user_init(sp) : 0; });
+}
+
 NB_EXPORT int slurm_spank_task_init(spank_t sp, int /*ac*/, char** /*av*/) {
     return nbs::guard("task_init", [&] { return spank_remote(sp) ? nbs::front_task_init(sp) : 0; });
 }

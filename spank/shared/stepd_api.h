@@ -25,6 +25,10 @@ struct numabind_stepd_api {
      * and the step decision; same build, checked). Returns 0; problems are reported in
      * task_init, where srun shows them. */
     int (*prepare)(spank_t sp, const void *step);
+    /* slurmstepd, as the job's user before the tasks fork, once Slurm has put it in the
+     * step's cgroups: the step planned once for every task. Returns 0; a step it cannot
+     * plan is left to the tasks. */
+    int (*plan_step)(spank_t sp);
     /* Each task, right before its program: 0, or -1 under fallback=fail. */
     int (*task_init)(spank_t sp);
     void (*exit)(void);

@@ -1,0 +1,52 @@
+// The step planned once, in slurmstepd as the job's user after Slurm put it in the step's
+// cgroups and before the tasks fork (SPANK user_init): the step's cpuset read once, the GPUs
+// every task finds when Slurm binds none per task, and every task's entry. A task that finds
+// the same takes its entry without waiting for the others (stepd.cpp).
+#include "context.hpp"
+#include "gpus_held.hpp"
+#include "numabind/error.hpp"
+#include "sys/binding.hpp"
+#include "task_plan.hpp"
+
+namespace numabind::spank {
+
+namespace {
+
+// The step's CPUs and memory nodes: its cpuset (this process's, as the tasks' will be)
+// within Slurm's allocation.
+void read_step_allowed(const State& st, StepPlan& plan) {
+    AllowedSets kernel = kernel_allowed();
+    if (!st.allocated.empty())
+        kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), plan.allowed_note);
+    plan.allowed = allowed_in(st.model, kernel, st.model_source);
+    plan.allowed_known = true;
+}
+
+}  // namespace
+
+// Anything that fails leaves the plan unmade (or only its CPUs known): each task then finds
+// its own and says what went wrong, as without it.
+int stepd_plan_step(spank_t sp) {
+    State& st = state();
+    st.step_plan = StepPlan{};
+    if (!st.active || st.accelerators.empty()) return 0;
+    StepPlan plan;
+    try {
+        read_step_allowed(st, plan);
+    } catch (const std::exception&) {
+        return 0;
+    }
+    st.step_plan = plan;  // the CPUs at least
+    try {
+        plan.expected = published_of(gpus_held(sp, st));
+        if (!plan.expected.devices.empty())
+            plan.tasks = plan_step(st, plan.expected, plan.allowed, st.local_tasks, plan.warnings);
+    } catch (const std::exception&) {
+        return 0;
+    }
+    plan.ready = true;
+    st.step_plan = std::move(plan);
+    return 0;
+}
+
+}  // namespace numabind::spank
