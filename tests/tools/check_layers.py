@@ -26,7 +26,7 @@ RULES = {
     'spank/shared': (('numabind/', 'core/', 'policy/', 'shared/', 'messages', 'step_scope', 'stepd_api'), r'(hwloc|numa|numaif)\.?h?$'),
     'spank/front': (('numabind/error', 'policy/', 'shared/', 'front', 'engine_loader'), r'(hwloc|numa|numaif)\.?h?$'),
     'spank/engine': (('numabind/', 'core/', 'sys/', 'hwloc/', 'api/', 'policy/', 'shared/', 'context', 'devices',
-                      'node_share', 'said_once', 'slurm_facts', 'task_plan'), r'hwloc\.h$'),
+                      'node_share', 'said_once', 'slurm_facts', 'task_plan', 'step_plan', 'gpus_held'), r'hwloc\.h$'),
 }
 
 
