@@ -18,8 +18,8 @@ struct StepPlan {
     std::string allowed_note;  // why Slurm's allocation was not used, said once by the tasks
     // Set only when every field below holds: what a task must find to take its entry.
     bool ready = false;
-    Published expected;             // the GPUs every task sees when Slurm binds none per task
-    std::vector<TaskPlan> tasks;    // by local rank; empty when the step has no GPU here
+    std::vector<Published> expected;  // by local rank: the GPUs each task should find
+    std::vector<TaskPlan> tasks;      // by local rank; empty when the step has no GPU here
     std::vector<std::string> warnings;  // the plan's, said once per step
 };
 

@@ -2,6 +2,10 @@
 // kept from making the on-time tasks' plan infeasible.
 #include "task_plan.hpp"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+
 #include "core/omp.hpp"
 #include "core/text.hpp"
 #include "numabind/error.hpp"
@@ -122,37 +126,69 @@ bool needs_exchange(const State& st, const Published& mine) {
     return !st.step_gpus || st.step_gpus->empty();  // identical own lists are shared only when all are heard from
 }
 
-TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
-                    std::vector<std::string>& warnings) {
-    if (!mine.per_task) {
-        NodePlan plan = plan_from(st, std::vector<Published>(static_cast<size_t>(ntasks), mine), allowed, ntasks);
-        warnings = plan_warnings(plan);
-        return plan.tasks.at(static_cast<size_t>(rank));
-    }
-    NodePlan plan = plan_from(st, {mine}, allowed, 1);
-    warnings = plan_warnings(plan);
-    TaskPlan t = plan.tasks.at(0);
+namespace {
+
+// node / socket without the exchange: the step's list shared by ntasks tasks, or a task's
+// own GPUs alone; `alone_entry` is task `rank`'s entry of it.
+NodePlan alone_plan(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks) {
+    if (!mine.per_task) return plan_from(st, std::vector<Published>(static_cast<size_t>(ntasks), mine), allowed, ntasks);
+    return plan_from(st, {mine}, allowed, 1);
+}
+TaskPlan alone_entry(const std::vector<TaskPlan>& tasks, const Published& mine, int rank) {
+    TaskPlan t = tasks.at(mine.per_task ? 0 : static_cast<size_t>(rank));
     t.local_rank = rank;
     return t;
 }
 
-std::vector<TaskPlan> plan_step(const State& st, const Published& expected, const AllowedSets& allowed, int ntasks,
+}  // namespace
+
+TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
+                    std::vector<std::string>& warnings) {
+    const NodePlan plan = alone_plan(st, mine, allowed, ntasks);
+    warnings = plan_warnings(plan);
+    return alone_entry(plan.tasks, mine, rank);
+}
+
+std::vector<TaskPlan> plan_step(const State& st, const std::vector<Published>& expected, const AllowedSets& allowed,
                                 std::vector<std::string>& warnings) {
-    const std::vector<Published> all(static_cast<size_t>(ntasks), expected);
-    if (needs_exchange(st, expected)) return plan_with_late(st, all, allowed, warnings);
-    if (!expected.per_task) {
-        NodePlan plan = plan_from(st, all, allowed, ntasks);
-        warnings = plan_warnings(plan);
-        return plan.tasks;
+    const int ntasks = static_cast<int>(expected.size());
+    std::vector<TaskPlan> node;  // the exchange's plan, made once where a task needs it
+    std::map<std::pair<bool, std::vector<int>>, std::vector<TaskPlan>> alone;  // each distinct finding once
+    std::vector<TaskPlan> out;
+    auto add_warnings = [&warnings](std::vector<std::string> w) {
+        for (std::string& x : w)
+            if (std::find(warnings.begin(), warnings.end(), x) == warnings.end()) warnings.push_back(std::move(x));
+    };
+    for (int r = 0; r < ntasks; ++r) {
+        const Published& mine = expected[static_cast<size_t>(r)];
+        if (needs_exchange(st, mine)) {
+            if (node.empty()) {
+                std::vector<std::string> w;
+                node = plan_with_late(st, expected, allowed, w);
+                add_warnings(std::move(w));
+            }
+            const TaskPlan* e = entry_of(node, r);
+            if (!e) throw Error("internal error: no plan for local task " + std::to_string(r));
+            out.push_back(*e);
+            continue;
+        }
+        auto key = std::make_pair(mine.per_task, mine.devices);
+        auto it = alone.find(key);
+        if (it == alone.end()) {
+            const NodePlan plan = alone_plan(st, mine, allowed, ntasks);
+            add_warnings(plan_warnings(plan));
+            it = alone.emplace(std::move(key), plan.tasks).first;
+        }
+        out.push_back(alone_entry(it->second, mine, r));
     }
-    std::vector<TaskPlan> out(static_cast<size_t>(ntasks), plan_alone(st, expected, allowed, 1, 0, warnings));
-    for (int r = 0; r < ntasks; ++r) out[static_cast<size_t>(r)].local_rank = r;
     return out;
 }
 
 bool takes_step_plan(const StepPlan& plan, const Published& found, int rank) {
-    if (!plan.ready || found.state != Published::State::Devices) return false;
-    if (found.per_task != plan.expected.per_task || found.devices != plan.expected.devices) return false;
+    if (!plan.ready || rank < 0 || static_cast<size_t>(rank) >= plan.expected.size()) return false;
+    const Published& want = plan.expected[static_cast<size_t>(rank)];
+    if (found.state != Published::State::Devices || want.state != Published::State::Devices) return false;
+    if (found.per_task != want.per_task || found.devices != want.devices) return false;
     return plan.tasks.empty() || entry_of(plan.tasks, rank) != nullptr;
 }
 

@@ -42,14 +42,14 @@ bool needs_exchange(const State& st, const Published& mine);
 TaskPlan plan_alone(const State& st, const Published& mine, const AllowedSets& allowed, int ntasks, int rank,
                     std::vector<std::string>& warnings);
 
-// Every local task's entry as each would plan it after finding `expected` (all alike): the
+// Every local task's entry as each would plan it, task r having found `expected[r]`: the
 // step's plan, made once. Throws Error where that plan is infeasible.
-std::vector<TaskPlan> plan_step(const State& st, const Published& expected, const AllowedSets& allowed, int ntasks,
+std::vector<TaskPlan> plan_step(const State& st, const std::vector<Published>& expected, const AllowedSets& allowed,
                                 std::vector<std::string>& warnings);
 
-// Whether a task that found `found` takes its entry of the step's plan: only when it found
-// exactly what slurmstepd expected (the same GPUs, shared or its own alike), so that its entry
-// is what the exchange would have given it.
+// Whether local task `rank`, having found `found`, takes its entry of the step's plan: only
+// when it found exactly what slurmstepd expected of it (the same GPUs, shared or its own
+// alike), so that its entry is what the exchange would have given it.
 bool takes_step_plan(const StepPlan& plan, const Published& found, int rank);
 
 // Under an exclusive mode, the tasks that did not take the step's plan, planned on the CPUs

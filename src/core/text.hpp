@@ -21,8 +21,6 @@ inline std::vector<std::string_view> split(std::string_view text, char sep) {
     return out;
 }
 
-// {0,2,3} -> "0,2,3": the one spelling of an index list (NUMABIND_MEMS, messages, the plan
-// marker). `none`: what an empty list reads as ("" by default, "-" in tables and log lines).
 // The lines of a text, without their newlines (a last line without one included).
 inline std::vector<std::string> lines_of(std::string_view text) {
     std::vector<std::string> out;
@@ -36,6 +34,8 @@ inline std::vector<std::string> lines_of(std::string_view text) {
     return out;
 }
 
+// {0,2,3} -> "0,2,3": the one spelling of an index list (NUMABIND_MEMS, messages, the plan
+// marker). `none`: what an empty list reads as ("" by default, "-" in tables and log lines).
 inline std::string join_ints(const std::vector<int>& values, std::string_view sep = ",", std::string_view none = "") {
     std::string out;
     for (int v : values) {

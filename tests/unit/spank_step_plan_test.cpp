@@ -51,7 +51,7 @@ TEST(StepPlan, ExclusiveEntriesAreEachTasksOwnPlanDisjointAndNearTheirGpu) {
     Step s(Mode::Exclusive);
     ASSERT_EQ(s.gpus, 8);
     std::vector<std::string> warnings, unused;
-    const std::vector<TaskPlan> step = plan_step(s.st, s.shared_list(), s.allowed, 8, warnings);
+    const std::vector<TaskPlan> step = plan_step(s.st, std::vector<Published>(8, s.shared_list()), s.allowed, warnings);
     const std::vector<TaskPlan> by_exchange =
         plan_with_late(s.st, std::vector<Published>(8, s.shared_list()), s.allowed, unused);
     ASSERT_EQ(step.size(), 8u);
@@ -73,7 +73,7 @@ TEST(StepPlan, NodeModeEntriesEqualWhatEachTaskPlansAlone) {
         expected.per_task = per_task;
         if (per_task) expected.devices = {5};
         std::vector<std::string> warnings, unused;
-        const std::vector<TaskPlan> step = plan_step(s.st, expected, s.allowed, 4, warnings);
+        const std::vector<TaskPlan> step = plan_step(s.st, std::vector<Published>(4, expected), s.allowed, warnings);
         ASSERT_EQ(step.size(), 4u);
         for (int r = 0; r < 4; ++r) {
             const TaskPlan alone = plan_alone(s.st, expected, s.allowed, 4, r, unused);
@@ -87,33 +87,38 @@ TEST(StepPlan, NodeModeEntriesEqualWhatEachTaskPlansAlone) {
 TEST(StepPlan, TakenOnlyWhenTheTaskFoundExactlyWhatWasExpected) {
     Step s(Mode::Exclusive);
     StepPlan plan;
-    plan.expected = s.shared_list();
+    const Published shared = s.shared_list();
+    plan.expected.assign(8, shared);
+    plan.expected[7] = Published{Published::State::Devices, true, {7}};
     std::vector<std::string> warnings;
-    plan.tasks = plan_step(s.st, plan.expected, s.allowed, 8, warnings);
-    EXPECT_FALSE(takes_step_plan(plan, plan.expected, 0)) << "not ready";
+    plan.tasks = plan_step(s.st, plan.expected, s.allowed, warnings);
+    EXPECT_FALSE(takes_step_plan(plan, shared, 0)) << "not ready";
     plan.ready = true;
-    EXPECT_TRUE(takes_step_plan(plan, plan.expected, 3));
-    EXPECT_FALSE(takes_step_plan(plan, plan.expected, 8)) << "no entry for rank 8";
-    Published own = plan.expected;
+    EXPECT_TRUE(takes_step_plan(plan, shared, 3));
+    EXPECT_FALSE(takes_step_plan(plan, shared, 7)) << "rank 7 was expected to find GPU 7 alone";
+    EXPECT_TRUE(takes_step_plan(plan, plan.expected[7], 7));
+    EXPECT_FALSE(takes_step_plan(plan, plan.expected[7], 6));
+    EXPECT_FALSE(takes_step_plan(plan, shared, 8)) << "no task 8";
+    Published own = shared;
     own.per_task = true;
     EXPECT_FALSE(takes_step_plan(plan, own, 3)) << "its own list, not the step's";
-    own = plan.expected;
+    own = shared;
     own.devices.pop_back();
     EXPECT_FALSE(takes_step_plan(plan, own, 3)) << "fewer GPUs";
-    own = plan.expected;
+    own = shared;
     std::swap(own.devices[0], own.devices[1]);
     EXPECT_FALSE(takes_step_plan(plan, own, 3)) << "another order";
     EXPECT_FALSE(takes_step_plan(plan, Published{}, 3)) << "found nothing (Missing)";
     StepPlan no_gpu;
     no_gpu.ready = true;
-    no_gpu.expected = Published{Published::State::Devices, true, {}};
-    EXPECT_TRUE(takes_step_plan(no_gpu, no_gpu.expected, 5)) << "a step without GPUs here";
+    no_gpu.expected.assign(6, Published{Published::State::Devices, true, {}});
+    EXPECT_TRUE(takes_step_plan(no_gpu, no_gpu.expected[5], 5)) << "a step without GPUs here";
 }
 
 TEST(StepPlan, TasksThatFoundOtherGpusPlanBesideThoseThatTookIt) {
     Step s(Mode::Exclusive);
     std::vector<std::string> warnings;
-    const std::vector<TaskPlan> step = plan_step(s.st, s.shared_list(), s.allowed, 8, warnings);
+    const std::vector<TaskPlan> step = plan_step(s.st, std::vector<Published>(8, s.shared_list()), s.allowed, warnings);
     std::vector<Published> all(8, s.shared_list());
     for (int r = 0; r < 6; ++r) all[static_cast<size_t>(r)].committed = true;
     all[6] = Published{Published::State::Devices, true, {7}};
@@ -141,6 +146,27 @@ TEST(StepPlan, TasksThatFoundOtherGpusPlanBesideThoseThatTookIt) {
     EXPECT_THROW(plan_beside_committed(s.st, all, whole, s.allowed, warnings), Error);
 }
 
+TEST(StepPlan, PerTaskFindingsArePlannedAsTheExchangeWouldPlanThem) {
+    for (Mode mode : {Mode::Exclusive, Mode::Node, Mode::CoreComplex}) {
+        Step s(mode);
+        std::vector<Published> expected;
+        for (int r = 0; r < 4; ++r) expected.push_back(Published{Published::State::Devices, true, {7 - 2 * r}});
+        std::vector<std::string> warnings, unused;
+        const std::vector<TaskPlan> step = plan_step(s.st, expected, s.allowed, warnings);
+        const std::vector<TaskPlan> by_exchange = plan_with_late(s.st, expected, s.allowed, unused);
+        ASSERT_EQ(step.size(), 4u);
+        for (int r = 0; r < 4; ++r) {
+            const TaskPlan& t = step[static_cast<size_t>(r)];
+            EXPECT_EQ(t.devices, std::vector<int>{7 - 2 * r}) << to_string(mode) << " rank " << r;
+            if (disjoint(mode))
+                EXPECT_TRUE(same_entry(t, *entry_of(by_exchange, r))) << to_string(mode) << " rank " << r;
+            else
+                EXPECT_TRUE(same_entry(t, plan_alone(s.st, expected[static_cast<size_t>(r)], s.allowed, 4, r, unused)));
+            EXPECT_TRUE((t.cpus - s.near(7 - 2 * r)).empty()) << to_string(mode) << " rank " << r;
+        }
+    }
+}
+
 TEST(StepPlan, TheShareCarriesWhichTasksTookTheStepsPlan) {
     NodeShare share;
     ASSERT_TRUE(share.create(3, 4));
@@ -161,3 +187,4 @@ TEST(StepPlan, TheShareCarriesWhichTasksTookTheStepsPlan) {
 }
 
 }  // namespace
+
