@@ -232,11 +232,14 @@ TaskPlan plan_beside_step(State& st, const TaskFacts& f, const Exchange& ex, Pla
     }
     say_once(st, warnings);
     out.from = "beside the step's plan";
+    out.notes.push_back("this task found other GPUs than slurmstepd expected (" + join_ints(f.published.devices, ",", "none") +
+                        "); planned beside the tasks that took the step's plan, on the CPUs they do not use");
     if (mine) return *mine;
     const TaskPlan* step_entry = entry_of(st.step_plan.tasks, f.id.rank);
     if (!step_entry) throw Error("internal error: no plan for local task " + std::to_string(f.id.rank));
-    out.notes.push_back("this task found other GPUs than the step's plan expected and no CPU is left beside the "
-                        "tasks that took it; bound as the step planned it");
+    out.notes.back() = "this task found other GPUs than slurmstepd expected (" +
+                       join_ints(f.published.devices, ",", "none") +
+                       ") and no CPU is left beside the tasks that took the step's plan; bound as the step planned it";
     return *step_entry;
 }
 
