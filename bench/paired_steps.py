@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Interleaved, paired srun timings for bench/step_overhead.sh (run inside an allocation).
 
-  paired_steps.py DIR OUT N basic        -n2: no plugin / no-op plugin / loaded / exclusive XML / exclusive live
+  paired_steps.py DIR OUT N basic        -n2: no plugin / no-op plugin / loaded / exclusive XML / exclusive live /
+                                         exclusive XML with --gpus-per-task=1 (the tasks plan by the exchange)
   paired_steps.py DIR OUT N many C...    -nC (oversubscribed): no plugin / no-op plugin / node with XML + device files
 
 Each iteration runs every row back to back (order rotated), so slow drift from other load
@@ -30,7 +31,8 @@ def main():
     if kind == "basic":
         rows = [("no plugin", "off", []), ("no-op SPANK plugin", "noop", []), ("plugin loaded, not asked", "xml", []),
                 ("exclusive, topology=XML", "xml", ["--numa-binding=exclusive"]),
-                ("exclusive, live discovery", "live", ["--numa-binding=exclusive"])]
+                ("exclusive, live discovery", "live", ["--numa-binding=exclusive"]),
+                ("exclusive, --gpus-per-task=1", "xml", ["--numa-binding=exclusive", "--gpus-per-task=1"])]
         result = time_rows(d, ["srun", "-n2", "--gpus-per-node=2"], rows, n)
     else:
         rows = [("no plugin", "off", []), ("no-op SPANK plugin", "noop", []),

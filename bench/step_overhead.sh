@@ -18,9 +18,12 @@
 # load on the machine hits all rows alike) of STEPS steps each (default 100) per row.
 # Then PAIRED (default 300) interleaved iterations run the rows back to back (order
 # rotated), adding "no-op SPANK plugin" (bench/noop_spank.c: what Slurm itself spends on any
-# plugin), and report the median of the per-iteration differences to "no plugin" (robust
-# against drift) with its bootstrap 95% interval (at ~4 ms of step-to-step spread, 100
-# iterations leave the median difference uncertain by about +-0.7 ms, 300 by +-0.4 ms). Results: OUT_DIR/step_overhead.txt; raw data OUT_DIR/step_round*.json
+# plugin) and "exclusive, --gpus-per-task=1" (Slurm binds each task a GPU: the tasks plan by
+# the exchange), and report the median of the per-iteration differences to "no plugin"
+# (robust against drift) with its bootstrap 95% interval (at ~4 ms of step-to-step spread,
+# 100 iterations leave the median difference uncertain by about +-0.7 ms, 300 by +-0.4 ms),
+# and of "exclusive, topology=XML" minus "plugin loaded, not asked" (what binding itself
+# adds). Results: OUT_DIR/step_overhead.txt; raw data OUT_DIR/step_round*.json
 # (hyperfine) and OUT_DIR/step_paired.json. Then, for MANY_TASKS (default "8 64") tasks per
 # node (overcommitted: -O), MANY_PAIRED (default 100) interleaved iterations of `srun -n N -O
 # --gpus-per-node=2 true` without a plugin, with the no-op plugin and with --numa-binding=node: the cost of the
@@ -122,6 +125,9 @@ if paired and paired["no plugin"]:
     for name, t in paired.items():
         diffs = sorted((a - b) * 1e3 for a, b in zip(t, none))
         print(f"{name:32} {statistics.median(t) * 1e3:9.2f}  {statistics.median(diffs):+8.2f}  {ci95(diffs)}")
+    asked, loaded = paired["exclusive, topology=XML"], paired["plugin loaded, not asked"]
+    diffs = sorted((a - b) * 1e3 for a, b in zip(asked, loaded))
+    print(f"{'binding minus loaded, not asked':32} {'':9}  {statistics.median(diffs):+8.2f}  {ci95(diffs)}")
 try:
     many = json.load(open(f"{out}/step_many.json"))
 except OSError:
