@@ -17,9 +17,9 @@ extern "C" {
 #include "numabind/topology.hpp"
 #include "policy/config.hpp"
 #include "policy/step_policy.hpp"
-#include "said_once.hpp"
 #include "step_plan.hpp"
 #include "shared/messages.hpp"
+#include "shared/said_once.hpp"
 
 namespace numabind::spank {
 

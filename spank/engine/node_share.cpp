@@ -41,7 +41,6 @@ void futex_wake_all(uint32_t* addr) { syscall(SYS_futex, addr, FUTEX_WAKE, INT_M
 
 struct NodeShare::Header {
     uint32_t done;  // slots that left Empty; the futex word (woken when it reaches ntasks)
-    uint32_t once[static_cast<int>(Once::Count)];
     int64_t first_ns;  // when the first task arrived: the wait is bounded from there
 };
 
@@ -75,11 +74,6 @@ NodeShare::Header* NodeShare::header() const { return static_cast<Header*>(base_
 uint32_t* NodeShare::slot(int rank) const {
     auto* first = reinterpret_cast<uint32_t*>(static_cast<char*>(base_) + sizeof(Header));
     return first + static_cast<size_t>(rank) * (2 + static_cast<size_t>(devices_));
-}
-
-bool NodeShare::claim(Once kind) {
-    if (!base_) return true;  // no share: every task speaks for itself
-    return cas(&header()->once[static_cast<int>(kind)], 0, 1);
 }
 
 void NodeShare::seal_empty_slots() {

@@ -18,9 +18,6 @@ namespace numabind::spank {
 
 class NodeShare {
 public:
-    // Messages said once per step on this node, whichever task gets there first.
-    enum class Once : uint32_t { NoGpu, Missing, Failure, Count };
-
     NodeShare() = default;
     ~NodeShare();
     NodeShare(const NodeShare&) = delete;
@@ -32,9 +29,6 @@ public:
     void destroy();  // slurmstepd, at exit
     bool ready() const { return base_ != nullptr; }
     int ntasks() const { return ntasks_; }
-
-    // True for exactly one caller per step and kind.
-    bool claim(Once kind);
 
     // Publishes task `rank`'s set (or that it has none to give). Returns false when the
     // wait of another task already ran out and this task was recorded as missing.

@@ -24,6 +24,7 @@
 #include "numabind/plan.hpp"
 #include "numabind/topology.hpp"
 #include "policy/log_text.hpp"
+#include "shared/fall_back.hpp"
 #include "shared/step_scope.hpp"
 #include "sys/binding.hpp"
 #include "task_plan.hpp"
@@ -54,19 +55,11 @@ TaskIds task_ids(spank_t sp) {
     return id;
 }
 
-// Fallback for a failure: fail the task (fallback=fail) or run it unbound with
-// NUMABIND_MODE=none and no other NUMABIND_* (fallback=warn). Said once per step, cause
-// first, unless `per_task`.
+// A failure: the task fails (fallback=fail) or runs unbound (fallback=warn). Said once per
+// step, cause first, unless `per_task`.
 int give_up(spank_t sp, State& st, const std::string& who, const std::string& why, bool per_task = false) {
-    const bool say = per_task || st.share.claim(NodeShare::Once::Failure);
-    if (st.site.fallback == Fallback::Fail) {
-        if (say) log_error(who + ": " + why + " (fallback=fail)");
-        else if (!per_task) usleep(kCauseFirstUs);  // Slurm's own failure lines after the cause
-        return -1;
-    }
-    clear_variables(sp, true);
-    if (say) task_stderr("warning: " + who + ": " + why + "; running unbound (fallback=warn)");
-    return 0;
+    const std::string line = who + ": " + why;
+    return fall_back(sp, st.site.fallback, per_task || st.said.first(line), line);
 }
 
 // No accelerator for this step: a site default does nothing (verbose says why, once); an
@@ -74,8 +67,8 @@ int give_up(spank_t sp, State& st, const std::string& who, const std::string& wh
 int no_gpu(spank_t sp, State& st, const std::string& why) {
     if (!st.decision.explicit_choice) {
         clear_variables(sp, false);
-        if (st.decision.verbose && st.share.claim(NodeShare::Once::NoGpu))
-            task_stderr(node_label(st) + ": " + why + "; site default " + to_string(st.decision.mode) + " not applied");
+        const std::string line = node_label(st) + ": " + why + "; site default " + to_string(st.decision.mode) + " not applied";
+        if (st.decision.verbose && st.said.first(line)) task_stderr(line);
         return 0;
     }
     return give_up(sp, st, node_label(st), "--numa-binding=" + to_string(st.decision.mode) + ": " + why);
@@ -200,10 +193,11 @@ Stop check_node_gpus(spank_t sp, State& st, const TaskFacts& f, const Exchange& 
 void warn_late_tasks(State& st, const Exchange& ex) {
     if (!ex.done) return;
     const std::vector<int> late = ranks_in(ex.all, Published::State::Late);
-    if (!late.empty() && st.share.claim(NodeShare::Once::Missing))
-        task_stderr("warning: " + node_label(st) + ": local task(s) " + join_ints(late, ",", "-") +
-                    " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
-                    " s; the others were planned on their own GPUs");
+    if (late.empty()) return;
+    const std::string line = "warning: " + node_label(st) + ": local task(s) " + join_ints(late, ",", "-") +
+                             " did not report their GPUs within " + std::to_string(kShareTimeoutMs / 1000) +
+                             " s; the others were planned on their own GPUs";
+    if (st.said.first(line)) task_stderr(line);
 }
 
 // The device pointer must outlive the plan it came from: point it into our own accelerator list.

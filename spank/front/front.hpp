@@ -12,6 +12,7 @@ extern "C" {
 
 #include "policy/config.hpp"
 #include "policy/step_policy.hpp"
+#include "shared/said_once.hpp"
 #include "shared/stepd_api.h"
 
 namespace numabind::spank {
@@ -29,6 +30,7 @@ struct FrontState {
     EngineStep step;                             // the decision (and, for the engine, the site)
     const numabind_stepd_api* engine = nullptr;  // loaded only for a step that binds
     std::string engine_error;                    // it should bind, but the engine could not be loaded
+    SaidOnce said;                               // the step's lines, once (mapped only for a step that speaks)
 };
 
 FrontState& front_state();

@@ -1,5 +1,5 @@
 // numabind SPANK plugin: step-level messages said once per step and node, whichever task
-// gets there first. slurmstepd maps one shared anonymous page before the tasks fork; each
+// gets there first: the one such mechanism of the front and the step engine. slurmstepd maps one shared anonymous page before the tasks fork; each
 // distinct text claims a slot (its hash, compare-and-swap), so a warning that every task of
 // a GPU would print appears once, and different warnings of different tasks all appear.
 #pragma once

@@ -19,6 +19,7 @@
 
 #include "core/model_text.hpp"
 #include "numabind/error.hpp"
+#include "sys/process_inspect.hpp"
 
 extern char** environ;
 
@@ -29,14 +30,10 @@ namespace {
 constexpr const char* kInfoName = "NumabindCacheKey";
 constexpr off_t kMaxCacheBytes = 64 << 20;
 
+// A small kernel file's text without its trailing newline and blanks ("" when unreadable).
 std::string read_small(const char* path) {
     std::string out;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0 && out.size() < (1u << 16)) out.append(buf, static_cast<size_t>(n));
-    close(fd);
+    read_proc_file(path, out, 1u << 16);
     while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
     return out;
 }

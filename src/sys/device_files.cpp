@@ -1,5 +1,6 @@
 // Adapter: accelerator device files and whether this process may open them.
 #include "sys/device_files.hpp"
+#include "sys/process_inspect.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,19 +19,6 @@
 namespace numabind {
 
 namespace {
-
-// A small /proc or /sys file, whole ("" when it cannot be read). Plain read(2): the task
-// hook's hot path, where an ifstream would first build the C++ locale machinery.
-std::string read_text(const std::string& path) {
-    std::string out;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return out;
-    char buf[4096];
-    ssize_t n;
-    while (out.size() < (1u << 16) && (n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-    close(fd);
-    return out;
-}
 
 // Calls f(line) for each line of `text` until f returns true.
 template <typename F>
@@ -56,7 +44,9 @@ std::string kernel_pci_address(const std::string& pci) {
 // in lower case), -1 when the driver does not know the address.
 int nvidia_minor(const std::string& addr, const std::string& procfs) {
     int minor = -1;
-    for_lines(read_text(procfs + "/proc/driver/nvidia/gpus/" + addr + "/information"), [&](const std::string& line) {
+    std::string information;
+    read_proc_file(procfs + "/proc/driver/nvidia/gpus/" + addr + "/information", information, 1u << 16);
+    for_lines(information, [&](const std::string& line) {
         const std::string key = "Device Minor:";
         if (line.compare(0, key.size(), key) != 0) return false;
         size_t i = key.size();

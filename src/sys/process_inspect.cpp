@@ -93,7 +93,7 @@ std::string escape_controls(const std::string& s) {
 bool read_proc_file(const std::string& path, std::string& out, size_t max_bytes, bool* cut) {
     out.clear();
     if (cut) *cut = false;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO in its place never blocks
     if (fd < 0) return false;
     char buf[65536];
     while (true) {

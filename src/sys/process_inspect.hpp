@@ -49,7 +49,9 @@ std::vector<int> thread_ids(int pid);
 // the first file mapping, and kThreadPolicyBytes at most: then *cut); "" when unreadable.
 std::string thread_policy(int pid, int tid, bool* cut = nullptr);
 
-// Text of a /proc file, up to max_bytes (then *cut) ("" and false when unreadable; errno kept).
+// Text of a /proc or /sys file, up to max_bytes (then *cut) ("" and false when unreadable;
+// errno kept): the one reader of small kernel files (plain read(2), no iostream: the SPANK
+// task hook's hot path). Site configuration files: config_file.hpp.
 bool read_proc_file(const std::string& path, std::string& out, size_t max_bytes = SIZE_MAX, bool* cut = nullptr);
 
 // Throws Error when the process of `s` exited or its pid now names another process.

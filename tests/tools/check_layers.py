@@ -23,10 +23,11 @@ RULES = {
     'pmix': (('numabind/', 'core/', 'pmix_rank', 'query_barrier'), r'(hwloc|slurm/.*)\.?h?$'),
     'spank/policy': (('numabind/', 'core/', 'policy/', 'config', 'log_text', 'option_flags', 'slurm_conf',
                       'step_policy'), r'(hwloc|numa|numaif|slurm/.*)\.?h?$'),
-    'spank/shared': (('numabind/', 'core/', 'policy/', 'shared/', 'messages', 'step_scope', 'stepd_api'), r'(hwloc|numa|numaif)\.?h?$'),
+    'spank/shared': (('numabind/', 'core/', 'policy/', 'shared/', 'messages', 'step_scope', 'stepd_api', 'said_once',
+                      'fall_back'), r'(hwloc|numa|numaif)\.?h?$'),
     'spank/front': (('numabind/error', 'policy/', 'shared/', 'front', 'engine_loader'), r'(hwloc|numa|numaif)\.?h?$'),
     'spank/engine': (('numabind/', 'core/', 'sys/', 'hwloc/', 'api/', 'policy/', 'shared/', 'context', 'devices',
-                      'node_share', 'said_once', 'slurm_facts', 'task_plan', 'step_plan', 'gpus_held'), r'hwloc\.h$'),
+                      'node_share', 'slurm_facts', 'task_plan', 'step_plan', 'gpus_held'), r'hwloc\.h$'),
 }
 
 

@@ -15,13 +15,14 @@
 #include <string>
 
 #include "engine/node_share.hpp"
+#include "shared/said_once.hpp"
 
 using namespace numabind::spank;
 
 namespace {
 
-// Each child writes what it read into a pipe: "r:state/devices;..." plus whether it
-// won the once-claim.
+// Each child writes what it read into a pipe: "r:state/devices;..." plus whether it was the
+// first to say the step's line (SaidOnce, mapped beside the share before the fork).
 std::string describe(const std::vector<Published>& all) {
     std::string s;
     for (size_t r = 0; r < all.size(); ++r) {
@@ -41,6 +42,8 @@ struct Exchange {
 Exchange run(int ntasks, int silent_rank, int timeout_ms) {
     NodeShare share;
     EXPECT_TRUE(share.create(ntasks, 8));
+    SaidOnce said;
+    EXPECT_TRUE(said.create());
     std::vector<int> fds;
     std::vector<pid_t> pids;
     for (int r = 0; r < ntasks; ++r) {
@@ -56,7 +59,7 @@ Exchange run(int ntasks, int silent_rank, int timeout_ms) {
             auto t0 = std::chrono::steady_clock::now();
             std::string out = describe(share.wait_all(timeout_ms));
             double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            out += "|" + std::string(share.claim(NodeShare::Once::Missing) ? "1" : "0") + "|" + std::to_string(ms);
+            out += "|" + std::string(said.first("late") ? "1" : "0") + "|" + std::to_string(ms);
             if (write(p[1], out.data(), out.size()) < 0) _exit(2);
             _exit(0);
         }
@@ -114,7 +117,7 @@ TEST(NodeShare, ATaskThatNeverPublishesIsLateForEveryone) {
 TEST(NodeShare, WithoutARegionTasksSpeakForThemselves) {
     NodeShare none;
     EXPECT_FALSE(none.ready());
-    EXPECT_TRUE(none.claim(NodeShare::Once::Failure));
+    EXPECT_TRUE(SaidOnce().first("anything")) << "without its page every task says its lines";
     EXPECT_FALSE(none.publish(0, {}));
     EXPECT_FALSE(none.create(0, 4));
     EXPECT_TRUE(none.wait_all(10).empty());
@@ -157,7 +160,7 @@ TaskView parse_view(const std::string& got) {
     return t;
 }
 
-void child_task(NodeShare& share, int rank, int silent_rank, int timeout_ms, unsigned delay_us, int fd) {
+void child_task(NodeShare& share, SaidOnce& said, int rank, int silent_rank, int timeout_ms, unsigned delay_us, int fd) {
     if (rank == silent_rank) _exit(0);  // never reaches task_init
     usleep(delay_us);
     const auto t0 = std::chrono::steady_clock::now();
@@ -167,7 +170,7 @@ void child_task(NodeShare& share, int rank, int silent_rank, int timeout_ms, uns
     const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_ms() - c0;
     const bool any_late = std::any_of(all.begin(), all.end(), [](const Published& p) { return p.state == Published::State::Late; });
-    const bool claimed = any_late && share.claim(NodeShare::Once::Missing);
+    const bool claimed = any_late && said.first("late");
     std::string out = describe(all) + "|" + (claimed ? "1" : "0") + "|" + std::to_string(wall) + "|" + std::to_string(cpu);
     if (write(fd, out.data(), out.size()) < 0) _exit(2);
     _exit(0);
@@ -223,6 +226,8 @@ struct Round {
 void run_round(const Round& r, const std::string& label) {
     NodeShare share;
     ASSERT_TRUE(share.create(r.ntasks, 8));
+    SaidOnce said;
+    ASSERT_TRUE(said.create());
     std::mt19937 rng(r.seed);
     std::vector<int> fds;
     std::vector<pid_t> pids;
@@ -238,7 +243,7 @@ void run_round(const Round& r, const std::string& label) {
                 g_victim_signal = r.signal;
                 NodeShare::set_step_hook_for_tests(victim_hook);
             }
-            child_task(share, rank, r.silent_rank, r.timeout_ms, delay_us, p[1]);
+            child_task(share, said, rank, r.silent_rank, r.timeout_ms, delay_us, p[1]);
         }
         close(p[1]);
         fds.push_back(p[0]);
