@@ -364,6 +364,13 @@ class Checker:
                    all(m == "unset" for m in modes.values()) and not said,
                    "modes %s; %s" % (modes, " | ".join(said)))
 
+    def c_plan(self, cid, tasks, case, check):
+        """plan=step|exchange: every task's verbose=2 line names the plan it took."""
+        want = {"step": "planned the step's plan;", "exchange": "planned the exchange;"}[check.split("=")[1]]
+        said = [e for e in case["err"] if want in e]
+        self.check(cid, "every task %s" % want.rstrip(";"), len(said) == len(tasks),
+                   "%d of %d tasks say so" % (len(said), len(tasks)))
+
     def c_diffnodes(self, cid, tasks, case, _):
         nodes = {r: sorted(self.home_of(t)[2]) for r, t in tasks.items()}
         self.check(cid, "precondition: the tasks' GPUs are on different NUMA nodes",
