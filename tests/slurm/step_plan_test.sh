@@ -29,10 +29,13 @@ trap 'exit 130' INT TERM
 
 [ "$(hwloc-calc -N pu all)" -ge 2 ] || skip "needs at least 2 CPUs"
 install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"; chmod 0755 "$D/report.sh"
-cc -shared -fPIC -O1 -DHELPER_VISIBLE -o "$D/helper_VISIBLE.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
-chmod 0755 "$D/helper_VISIBLE.so"
+for h in VISIBLE NARROW; do
+  cc -shared -fPIC -O1 -DHELPER_$h -o "$D/helper_$h.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
+done
+chmod 0755 "$D"/helper_*.so
 python3 "$GEN" -o "$D/two.xml" --split-numa 2 --gpu numa:0=0000:17:00.0 --gpu numa:1=0000:27:00.0 >/dev/null || exit 1
-chmod 0644 "$D/two.xml"
+python3 "$GEN" -o "$D/one.xml" --gpu numa:0=0000:17:00.0 >/dev/null || exit 1
+chmod 0644 "$D/two.xml" "$D/one.xml"
 NBPROBE_HOMES="$(hwloc-calc --input "$D/two.xml" --po -I pu pci=0000:17:00.0)|$(hwloc-calc --input "$D/two.xml" --po -I pu pci=0000:27:00.0)"
 export NBPROBE_HOMES
 
@@ -94,6 +97,18 @@ cluster_stop "$CD"
 CD=$D/c2
 cluster_start "$D/start2.log" "$CD" --gpus 2 --constrain-devices || exit 1
 setup "task/cgroup, ConstrainDevices=yes"
+# Another plugin moves task 0 into a narrower cpuset after slurmstepd planned the step (one
+# NUMA node with both CPUs and the GPU: the task's entry is both CPUs).
+if [ -d /sys/fs/cgroup/cpuset ]; then
+  { echo "required $D/helper_NARROW.so rank=0 cpus=1"
+    echo "required $D/spank_numabind.so topology=$D/one.xml mem=none device_files=$CD/dev/%n/nvidia0"
+  } >"$CD/plugstack.conf"
+  step -n1 -c2 --gpus=1 --numa-binding=node,verbose=2
+  check_eq "a task whose cpuset shrank after the step's plan: bound to the part of its entry it allows, and says so" \
+    "0 node 1 1 1" "$RC $(report_values "$D/out" mode) $(report_values "$D/out" cpus) $(planned "the step's plan") $(grep -c "this task's cpuset differs from the step's" "$D/err")"
+else
+  skip_case "a task whose cpuset shrank: no cgroup v1 cpuset hierarchy here"
+fi
 cluster_stop "$CD"
 
 finish
