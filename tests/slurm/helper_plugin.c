@@ -55,7 +55,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
 #ifdef HELPER_NARROW
 /* plugin "nbnarrow" (cgroup v1 cpuset, root): plugstack argument rank=R,cpus=LIST moves local
  * task R in task_init_privileged into a child cpuset of its own holding only LIST (a site
- * plugin that narrows one task after slurmstepd planned the step); slurm_spank_exit removes it. */
+ * plugin that narrows one task after slurmstepd planned the step); task_exit removes it. */
 #include <stdio.h>
 #include <sys/stat.h>
 SPANK_PLUGIN(nbnarrow, 1);
@@ -99,11 +99,12 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
         slurm_error("nbnarrow: cannot move task %d into %s", me, dir);
     return 0;
 }
-int slurm_spank_exit(spank_t sp, int ac, char **av) {
+int slurm_spank_task_exit(spank_t sp, int ac, char **av) {  /* slurmstepd, still in the step's cpuset */
     const char *cpus = NULL;
     char dir[600];
+    (void)sp;
     (void)narrow_args(ac, av, &cpus);
-    if (spank_context() == S_CTX_REMOTE && cpus && !child_dir(dir, sizeof dir)) rmdir(dir);
+    if (cpus && !child_dir(dir, sizeof dir)) rmdir(dir);
     return 0;
 }
 #endif
