@@ -26,7 +26,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(hwloc-calc -N pu all)" -ge 2 ] || skip "needs at least 2 CPUs"
-install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"; chmod 0755 "$D/report.sh"
+install_plugin "$D"
 python3 "$GEN" -o "$D/two.xml" --split-numa 2 --gpu numa:1=0000:17:00.0 --gpu numa:0=0000:27:00.0 >/dev/null || exit 1
 chmod 0644 "$D/two.xml"
 
@@ -44,13 +44,9 @@ hold() {
 }
 # "yes" when every CPU of every task (column cpus=) is in the list $1.
 inside() {
-  python3 - "$1" "$D/out" <<'PY'
+  nb_python - "$1" "$D/out" <<'PY'
 import sys
-def ids(s):
-    out = set()
-    for p in s.split(","):
-        if p: a, _, b = p.partition("-"); out.update(range(int(a), int(b or a) + 1))
-    return out
+from cpulist import ids
 allowed = ids(sys.argv[1])
 bad = [l.split("cpus=")[1].split()[0] for l in open(sys.argv[2]) if not ids(l.split("cpus=")[1].split()[0]) <= allowed]
 print("yes" if not bad else "no (tasks on %s)" % " ".join(bad))

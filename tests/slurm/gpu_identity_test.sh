@@ -32,7 +32,7 @@ trap 'exit 130' INT TERM
 
 NB=${2:-$ROOT/build/numabind}
 [ -x "$NB" ] || { echo "numabind CLI $NB not found"; exit 1; }
-install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"
+install_plugin "$D"
 cc -shared -fPIC -O1 -DHELPER_SLOW -o "$D/helper_SLOW.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
 chmod 0755 "$D"/*.so "$D/report.sh"
 BUSES=0000:17:00.0,0000:27:00.0,0000:37:00.0,0000:47:00.0

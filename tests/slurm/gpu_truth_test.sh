@@ -30,7 +30,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"
+install_plugin "$D"
 for h in SLOW FAKE; do
   cc -shared -fPIC -O1 -DHELPER_$h -o "$D/helper_$h.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
 done
@@ -71,13 +71,9 @@ truth() {
   done >"$D/why"
   [ -s "$D/why" ] && why+="$(head -n1 "$D/why") "
   if [ "${2:-}" = exclusive ]; then
-    python3 - "$D/out" <<'PY' || why+="CPU sets overlap "
+    nb_python - "$D/out" <<'PY' || why+="CPU sets overlap "
 import sys
-def ids(s):
-    out = set()
-    for p in s.split(","):
-        a, _, b = p.partition("-"); out.update(range(int(a), int(b or a) + 1))
-    return out
+from cpulist import ids
 seen = set()
 for line in open(sys.argv[1]):
     c = ids([f for f in line.split() if f.startswith("cpus=")][0][5:])
@@ -93,23 +89,8 @@ exact_single() {
   local got want
   got=$(paste -d' ' <(report_values "$D/out" uses) <(report_values "$D/out" cpus) <(report_values "$D/out" devs))
   want=$(paste -d' ' <(report_values "$D/out" uses) <(report_values "$D/out" cgcpus) | while read -r u cg; do
-    echo "$u $(within "$(home_of "$u")" "$cg") $u"; done)
+    echo "$u $(cpu_ranges "$(home_of "$u")" "$cg") $u"; done)
   check_eq "$1" "$want" "$got"
-}
-within() {  # LIST CPUSET -> LIST restricted to CPUSET ("-": no cpuset), canonical form
-  python3 -c 'import sys
-def ids(s):
-    out = set()
-    for p in s.split(","):
-        if p: a, _, b = p.partition("-"); out.update(range(int(a), int(b or a) + 1))
-    return out
-v = ids(sys.argv[1]) & (ids(sys.argv[2]) if sys.argv[2] != "-" else ids(sys.argv[1]))
-v, out, i = sorted(v), [], 0
-while i < len(v):
-    j = i
-    while j + 1 < len(v) and v[j + 1] == v[j] + 1: j += 1
-    out.append(str(v[i]) if i == j else "%d-%d" % (v[i], v[j])); i = j + 1
-print(",".join(out))' "$1" "$2"
 }
 plug() { printf '%s\n' "$@" >"$CD/plugstack.conf"; }
 FILES() { local f="" i; for i in 0 1 2 3; do f+="${f:+,}$CD/dev/%n/nvidia$i"; done; echo "device_files=$f"; }
@@ -162,7 +143,7 @@ check_eq "map_gpu:0,0: both tasks hold the same GPU" 1 "$(report_values "$D/out"
 tasks "${A1[@]}" -n1 --gpus-per-node=3 --numa-binding=node
 truth "fewer tasks than GPUs (regression 4): one task owns all 3, CPUs of all their nodes"
 check_eq "fewer tasks than GPUs: CPUs = both NUMA nodes (within the step's cpuset)" \
-  "$(within "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
+  "$(cpu_ranges "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
 
 # regression 3 / CPU-only steps under a site default
 plug "$BASEPLUG default=node"
@@ -331,12 +312,12 @@ truth "a late task under exclusive: each on its own GPUs' node, disjoint" exclus
 plug "$NOFILES $(FILES)"
 tasks -n1 --gpus=1 -c2 --numa-binding=node
 check_eq "-c2 on 1-PU NUMA nodes: the task keeps Slurm's 2 CPUs (its GPU's node first, then the nearest)" \
-  "$(within "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
+  "$(cpu_ranges "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
 check_eq "-c2 extended: said once per step without verbose" 1 "$(lines 'extended to the nearest node')"
 plug "$NOFILES $(FILES) default=exclusive"
 tasks -n1 --gpus=1 -c2
 check_eq "-c2 under a site default=exclusive: not narrowed" \
-  "$(within "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
+  "$(cpu_ranges "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
 # item 8: --hint=nomultithread is no --cpu-bind: the site default applies
 plug "$NOFILES $(FILES) default=node"
 tasks -n1 --gpus=1 --hint=nomultithread

@@ -35,8 +35,6 @@ trap 'exit 130' INT TERM
 
 # ------------------------------------------------------------------ fixtures
 install_plugin "$D"
-cp "$HERE/report.sh" "$D/report.sh"
-chmod 0755 "$D/spank_numabind.so" "$D/report.sh"
 mkdir -p "$D/topo"
 B0=0000:17:00.0   # physical GPU 0 (PCI order)
 B1=0000:27:00.0   # physical GPU 1
@@ -52,21 +50,11 @@ cp "$D/topo/swap.xml" "$D/topo/node-n2.xml"
 chmod 0644 "$D"/topo/*.xml
 
 # ---- independent expectations (hwloc-calc on the XML)
-tolist() {  # "0,1,2,5" -> "0-2,5"
-  python3 -c 'import sys
-v = sorted({int(x) for x in sys.argv[1].split(",") if x != ""})
-out, i = [], 0
-while i < len(v):
-    j = i
-    while j + 1 < len(v) and v[j + 1] == v[j] + 1: j += 1
-    out.append(str(v[i]) if i == j else "%d-%d" % (v[i], v[j])); i = j + 1
-print(",".join(out))' "$1"
-}
 bus() { [ "$1" = 0 ] && echo $B0 || echo $B1; }
 objs_of_gpu() {  # XML TYPE GPU -> "numa:0 numa:1" (logical indexes of TYPE objects around the GPU)
   hwloc-calc --input "$1" -I "$2" --li pci="$(bus "$3")" | tr ',' '\n' | sed "s/^/$2:/" | tr '\n' ' '
 }
-pus_of() { tolist "$(hwloc-calc --input "$1" --po -I pu $2)"; }   # XML "obj obj" -> list
+pus_of() { cpu_ranges "$(hwloc-calc --input "$1" --po -I pu $2)"; }   # XML "obj obj" -> list
 node_cpus() { pus_of "$1" "$(objs_of_gpu "$1" numa "$2")"; }      # PUs of the GPU's NUMA node(s)
 pkg_cpus() { pus_of "$1" "$(objs_of_gpu "$1" package "$2")"; }
 l3_cpus() { pus_of "$1" "$(objs_of_gpu "$1" l3 "$2")"; }
@@ -525,8 +513,8 @@ if case_on opts; then
   gen --synthetic "package:1 core:1 pu:2" -o "$D/topo/smt.xml" --gpu package:0=$B0 --gpu package:0=$B1
   chmod 0644 "$D/topo/smt.xml"
   SMT=$D/topo/smt.xml
-  first=$(tolist "$(hwloc-calc --input "$SMT" --no-smt --po -I pu all)")   # hwloc: one PU per core
-  both=$(tolist "$(hwloc-calc --input "$SMT" --po -I pu all)")
+  first=$(cpu_ranges "$(hwloc-calc --input "$SMT" --no-smt --po -I pu all)")   # hwloc: one PU per core
+  both=$(cpu_ranges "$(hwloc-calc --input "$SMT" --po -I pu all)")
   plug "topology=$SMT"
   for mode in node socket exclusive core-complex; do
     tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=$mode,smt=1,mem=none
@@ -572,8 +560,9 @@ if case_on opts; then
     home=$(node_cpus "$ONE" 0)
     places=$(for c in $(hwloc-calc --input "$ONE" --intersect core $(hwloc-calc --input "$ONE" -I numa --li pci="$B0" | tr , '\n' | sed 's/^/numa:/') | tr , ' '); do
       hwloc-calc --input "$ONE" --po -I pu core:$c; done | paste -sd' ')
-    got=$(python3 - "$D/out.raw" $places <<'PY'
+    got=$(nb_python - "$D/out.raw" $places <<'PY'
 import sys
+from cpulist import ids
 want = sys.argv[2:]
 places, threads = [], {}
 for l in open(sys.argv[1]):
@@ -581,9 +570,9 @@ for l in open(sys.argv[1]):
     if l.startswith("place "):
         places.append(w[3])
     elif l.startswith("thread "):
-        threads[int(w[1])] = (int(w[5]), set(w[7].split(",")))
+        threads[int(w[1])] = (int(w[5]), ids(w[7]))
 ok = places == want and len(threads) == len(want) and all(
-    0 <= p < len(places) and ran <= set(places[p].split(",")) for p, ran in threads.values())
+    0 <= p < len(places) and ran <= ids(places[p]) for p, ran in threads.values())
 print("ok" if ok else "places %s threads %s, want %s" % (places, threads, want))
 PY
 )

@@ -25,16 +25,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hwloc_oracle import Calc, ids, info_blocks  # noqa: E402
-
-
-def pu_set(text):
-    out = set()
-    for part in text.split(","):
-        if not part:
-            continue
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from cpulist import ids as pu_set  # noqa: E402  the one CPU-list parser (tests/lib/cpulist.py)
 
 
 def busid_key(b):
