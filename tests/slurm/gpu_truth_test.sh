@@ -112,7 +112,7 @@ truth "constrained, --gpus-per-task=1 (CUDA_VISIBLE_DEVICES=0 in both tasks): ea
 exact_single "constrained, --gpus-per-task=1: CPUs = NUMA node of the GPU the task can open; NUMABIND_DEVICES = it"
 check_eq "constrained: the two tasks hold different GPUs" 2 "$(report_values "$D/out" opens | sort -u | wc -l)"
 tasks "${A1[@]}" -n2 --gpus-per-task=1 --numa-binding=exclusive
-truth "constrained, --gpus-per-task=1, exclusive (regression 2: a task alone on its node is not refused)" exclusive
+truth "constrained, --gpus-per-task=1, exclusive: a task alone on its GPU's NUMA node is not refused" exclusive
 tasks "${A1[@]}" -n1 --gpus-per-task=2 --numa-binding=node
 truth "constrained, --gpus-per-task=2: the task owns both GPUs, CPUs on their nodes"
 check_eq "--gpus-per-task=2: NUMABIND_DEVICES = both GPUs it can open" "$(report_values "$D/out" uses)" "$(report_values "$D/out" devs)"
@@ -141,11 +141,11 @@ tasks "${A1[@]}" -n2 --gpus=2 --gpu-bind=map_gpu:0,0 --numa-binding=node
 truth "constrained, --gpu-bind=map_gpu:0,0: both tasks on that one GPU's node"
 check_eq "map_gpu:0,0: both tasks hold the same GPU" 1 "$(report_values "$D/out" opens | sort -u | wc -l)"
 tasks "${A1[@]}" -n1 --gpus-per-node=3 --numa-binding=node
-truth "fewer tasks than GPUs (regression 4): one task owns all 3, CPUs of all their nodes"
+truth "fewer tasks than GPUs: one task owns all 3, CPUs of all their nodes"
 check_eq "fewer tasks than GPUs: CPUs = both NUMA nodes (within the step's cpuset)" \
   "$(cpu_ranges "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
 
-# regression 3 / CPU-only steps under a site default
+# CPU-only steps under a site default: never bound
 plug "$BASEPLUG default=node"
 tasks "${A1[@]}" -n2
 check_eq "default=node, CPU-only step: not bound, nothing said" "unset unset|" "$(report_values "$D/out" mode | xargs)|$(cat "$D/err")"
@@ -183,7 +183,7 @@ srun -s -n1 --numa-binding=none $D/report.sh none
 srun -s -n1 --gres=none $D/report.sh cpuonly
 EOF
 timeout 90 sbatch -s --wait "${A1[@]}" -n1 --gpus=1 -o "$D/leak.out" "$D/leak.sbatch" >/dev/null 2>&1
-check_eq "batch_step=yes: batch shell bound; later steps' NUMABIND_* are their own (regression 5)" \
+check_eq "batch_step=yes: batch shell bound; later steps' NUMABIND_* are their own, never the batch shell's" \
   "node|none:unset:unset|unset:unset:unset" \
   "$(grep '^R batch' "$D/leak.out" >"$D/out"; report_values "$D/out" mode)|$(grep '^R none' "$D/leak.out" >"$D/out"; echo "$(report_values "$D/out" mode):$(report_values "$D/out" cpusenv):$(report_values "$D/out" dev)")|$(grep '^R cpuonly' "$D/leak.out" >"$D/out"; echo "$(report_values "$D/out" mode):$(report_values "$D/out" cpusenv):$(report_values "$D/out" dev)")"
 plug "$BASEPLUG"
@@ -195,7 +195,7 @@ NUMABIND_CPUS=99 NUMABIND_DEVICE=7 tasks "${A1[@]}" -n3 -O --gpus=1 --numa-bindi
 check_eq "fallback=warn (exclusive impossible): NUMABIND_MODE=none and no stale NUMABIND_*, one line per step" \
   "none none none|unset unset unset|1" "$(report_values "$D/out" mode | xargs)|$(report_values "$D/out" cpusenv | xargs)|$(lines 'running unbound (fallback=warn)')"
 
-# regression 6: --mem-bind is respected like --cpu-bind
+# --mem-bind is respected like --cpu-bind
 plug "$BASEPLUG default=node"
 tasks "${A1[@]}" -n1 --gpus=1 --mem-bind=local
 check_eq "default=node and an explicit --mem-bind: site default not applied (respect_user_bind=yes)" "unset" "$(report_values "$D/out" mode)"
@@ -204,7 +204,7 @@ tasks "${A1[@]}" -n1 --gpus=1 --mem-bind=local
 check_eq "respect_cpu_bind=no (old name of respect_user_bind): the site default wins over --mem-bind" "node" "$(report_values "$D/out" mode)"
 truth "respect_cpu_bind=no: bound to its GPU's node"
 
-# regression 7: a node without GPUs
+# a node without GPUs
 plug "$BASEPLUG default=node verbose"
 tasks -N1 -w n2 -n8 -O
 check_eq "node without GPUs, default=node: tasks unbound, one verbose line per step (not per task)" \
@@ -215,7 +215,7 @@ check_eq "node without GPUs, explicit --numa-binding: one line per step, NUMABIN
   "1|none" "$(grep -c '^numabind' "$D/err")|$(report_values "$D/out" mode | sort -u | xargs)"
 check_eq "the line names the plugstack key devices=, not the CLI flag" "1 0" "$(lines 'devices=') $(lines 'device-match')"
 
-# regression 8: het jobs (one --numa-binding value per srun/sbatch: srun's last, sbatch's first)
+# het jobs (one --numa-binding value per srun/sbatch: srun's last, sbatch's first)
 NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 -w n1 --gpus=1 --numa-binding=node "$D/report.sh" : \
   -n1 -w n2 --numa-binding=exclusive "$D/report.sh" >"$D/out.raw" 2>"$D/err"; RC=$?
 grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
@@ -284,7 +284,7 @@ CD=$D/c
 cluster_start "$D/start-c.log" "$CD" --nodes 1 --gpus 4 --constrain-devices --oversubscribe || exit 1
 NOFILES="required $D/spank_numabind.so topology=$D/topo/%n.xml mem=none"
 plug "$NOFILES"
-# item 1: no device files (no /proc/driver/nvidia for these GPUs, no device_files=) under
+# no device files (no /proc/driver/nvidia for these GPUs, no device_files=) under
 # ConstrainDevices=yes: every task has CUDA_VISIBLE_DEVICES=0; the step's list is shared.
 # (-n2 --gpus-per-task=2: Slurm 24.11 refuses -n4 -O --gpus-per-task=1 on a 2-CPU node; task 1's
 # GPUs 2,3 are on node 1 while its CUDA_VISIBLE_DEVICES=0,1 would name node 0's)
@@ -292,7 +292,7 @@ tasks -n2 --gpus-per-task=2 --numa-binding=node
 truth "no device files, constrained, -n2 --gpus-per-task=2: each task on the node of the GPUs it can open"
 check_eq "no device files, constrained: NUMABIND_DEVICES = the GPUs each task uses" "$(report_values "$D/out" uses | xargs)" "$(report_values "$D/out" devs | xargs)"
 check_eq "no device files: the two tasks use different GPUs" 2 "$(report_values "$D/out" uses | sort -u | wc -l)"
-# item 4: a device_files= entry naming a missing file: one line per step naming it; the
+# a device_files= entry naming a missing file: one line per step naming it; the
 # others still count (per device)
 FILES_MISSING="device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/nvidia1,$CD/dev/%n/nvidia2,$CD/dev/%n/gone3"
 plug "$NOFILES $FILES_MISSING"
@@ -300,7 +300,7 @@ tasks -n2 --gpus-per-task=2 --numa-binding=node
 check_eq "device_files= with a missing file: one line per step naming it" 1 "$(lines "gone3.* does not exist")"
 check_eq "device_files= with a missing file: no line repeated per task" "" "$(grep '^numabind' "$D/err" | sort | uniq -d)"
 truth "device_files= with a missing file: every task on its GPU's node"
-# item 3 again with two GPUs per task on different nodes: task 1 late holds GPUs 2,3 (node 1)
+# a late task again, with two GPUs per task on different nodes: task 1 late holds GPUs 2,3 (node 1)
 plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES $(FILES)"
 tasks -n2 --gpus-per-task=2 --numa-binding=node
 truth "a task 2.5 s late holding its own GPUs (node 1): bound there, not on the on-time task's"
@@ -308,7 +308,7 @@ tasks -n2 --gpus-per-task=2 --numa-binding=exclusive
 check_eq "a late task under exclusive: the step binds (no 'running unbound')" "0 0 exclusive exclusive" \
   "$RC $(lines 'running unbound') $(report_values "$D/out" mode | xargs)"
 truth "a late task under exclusive: each on its own GPUs' node, disjoint" exclusive
-# item 2: --cpus-per-task is never cut: 1 PU per fake NUMA node here, -c2 needs both
+# --cpus-per-task is never cut: 1 PU per fake NUMA node here, -c2 needs both
 plug "$NOFILES $(FILES)"
 tasks -n1 --gpus=1 -c2 --numa-binding=node
 check_eq "-c2 on 1-PU NUMA nodes: the task keeps Slurm's 2 CPUs (its GPU's node first, then the nearest)" \
@@ -318,11 +318,11 @@ plug "$NOFILES $(FILES) default=exclusive"
 tasks -n1 --gpus=1 -c2
 check_eq "-c2 under a site default=exclusive: not narrowed" \
   "$(cpu_ranges "$(hwloc-calc --input "$XML" --po -I pu all)" "$(report_values "$D/out" cgcpus)")" "$(report_values "$D/out" cpus)"
-# item 8: --hint=nomultithread is no --cpu-bind: the site default applies
+# --hint=nomultithread is no --cpu-bind: the site default applies
 plug "$NOFILES $(FILES) default=node"
 tasks -n1 --gpus=1 --hint=nomultithread
 check_eq "--hint=nomultithread under default=node: bound (the hint is no --cpu-bind)" "node" "$(report_values "$D/out" mode)"
-# item 6: a nested srun inherits Slurm's SLURM_CPU_BIND from its task: no --cpu-bind of the user's
+# a nested srun inherits Slurm's SLURM_CPU_BIND from its task: no --cpu-bind of the user's
 NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 --gpus=1 --numa-binding=none \
   sh -c "srun -s -n1 --overlap --gpus=1 $D/report.sh nested" >"$D/out.raw" 2>"$D/err"; RC=$?
 grep '^R nested' "$D/out.raw" >"$D/out"
@@ -332,7 +332,7 @@ NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s -n1 --gpus=1 --nu
   sh -c "srun -s -n1 --overlap --gpus=1 --cpu-bind=none $D/report.sh nested" >"$D/out.raw" 2>"$D/err"
 grep '^R nested' "$D/out.raw" >"$D/out"
 check_eq "nested srun with a typed --cpu-bind=none: respected" "unset" "$(report_values "$D/out" mode)"
-# item 6: the srun --pty shell is a shell like salloc's interactive step (batch_step= rule)
+# the srun --pty shell is a shell like salloc's interactive step (batch_step= rule)
 if command -v script >/dev/null; then
   # The probe writes to a file: what a pty relays after its shell exits is not reliable
   # (Slurm 24.11 lost it), and the pty may start with a NUL byte.
@@ -348,7 +348,7 @@ if command -v script >/dev/null; then
   pty "$D/pty-prog"
   check_eq "srun --pty with a program (not a shell) under default=node: bound like any step" "node" "$(report_values "$D/out" mode)"
 fi
-# item 5 and 7: a broken install (engine missing) never touches a CPU-only step, and a GPU
+# a broken install (engine missing) never touches a CPU-only step, and a GPU
 # step fails once, cause first
 mkdir -p "$D/broken" && cp "$D/spank_numabind.so" "$D/broken/" && chmod 0755 "$D/broken" "$D/broken/spank_numabind.so"
 plug "required $D/broken/spank_numabind.so topology=$D/topo/%n.xml default=node fallback=fail"

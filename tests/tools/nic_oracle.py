@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""nic_oracle.py TOPOLOGY.xml --gpus BUSID,... — the nearest fabric NICs of each GPU by issue
-22's rule, computed from hwloc's own answers (never from numabind), as JSON on stdout:
+"""nic_oracle.py TOPOLOGY.xml --gpus BUSID,... — the nearest fabric NICs of each GPU by the
+rule below, computed from hwloc's own answers (never from numabind), as JSON on stdout:
 
   {"nics": [{"name": "mlx5_0", "pci": "0000:43:00.0"}, ...],      the fabric NICs, PCI order
    "gpus": {"0000:44:00.0": {"nics": ["mlx5_0"], "level": "bridge"}, ...}}
