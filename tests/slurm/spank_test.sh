@@ -4,86 +4,27 @@
 #   spank_test.sh [PATH/spank_numabind.so]        (as root; default: build/spank/spank_numabind.so)
 #
 # Starts one 2-node test cluster (tests/slurm/cluster.sh: slurmd n1 and n2 on this machine,
-# 2 fake GPUs each) and reuses it for every case; each case rewrites DIR/plugstack.conf
-# (srun, sbatch and slurmstepd re-read it per launch). Topologies are this machine's real
-# CPUs plus fake NVIDIA GPUs (tests/tools/gen_topology.py), so bindings are really applied;
-# tasks read them back from /proc/self/status and get_mempolicy(2) (report.sh).
-# Expected CPU sets come from hwloc-calc on the generated XML, never from the plugin.
+# 2 fake GPUs each, Slurm's own task/affinity binding) and reuses it for every case; each case
+# rewrites DIR/plugstack.conf (srun, sbatch and slurmstepd re-read it per launch). The
+# topologies (this machine's real CPUs plus fake NVIDIA GPUs, so bindings are really applied)
+# and the expectations (hwloc-calc on the generated XML, never the plugin): spank_lib.sh.
+# Under task/cgroup: spank_cgroup_test.sh.
 # Exit 0: all passed; 1: a check failed; 77: skipped (not root / no Slurm).
 # NBSPANK_KEEP=1 keeps the cluster directory. NBSPANK_ONLY=regex runs matching cases only.
 set -uo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tests/slurm/plugin_test_env.sh
-. "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun sbatch hwloc-calc
-
-D=$(mktemp -d "${TMPDIR:-/tmp}/nbspank.XXXXXX")
-chmod 0755 "$D"
-cleanup() {
-  local rc=$?
-  cluster_stop "$D"
-  [ -n "${D2:-}" ] && { cluster_stop "$D2"; rm -rf "$D2"; }
-  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then
-    echo "cluster directory kept: $D"
-  else
-    rm -rf "$D"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# ------------------------------------------------------------------ fixtures
-install_plugin "$D"
-mkdir -p "$D/topo"
-B0=0000:17:00.0   # physical GPU 0 (PCI order)
-B1=0000:27:00.0   # physical GPU 1
-gen() { python3 "$GEN" "$@" 2>/dev/null || { echo "gen_topology.py $* failed"; exit 1; }; }
-# one: the real machine (1 NUMA node, 1 L3) with GPU 0 below core 0, GPU 1 below core 1
-gen -o "$D/topo/one.xml" --gpu core:0=$B0 --gpu core:1=$B1
-# near/swap: the real PUs split into 2 NUMA nodes; GPU i on node i, or swapped
-gen -o "$D/topo/near.xml" --split-numa 2 --gpu numa:0=$B0 --gpu numa:1=$B1
-gen -o "$D/topo/swap.xml" --split-numa 2 --gpu numa:1=$B0 --gpu numa:0=$B1
-gen -o "$D/topo/nogpu.xml"
-cp "$D/topo/near.xml" "$D/topo/node-n1.xml"
-cp "$D/topo/swap.xml" "$D/topo/node-n2.xml"
-chmod 0644 "$D"/topo/*.xml
-
-# ---- independent expectations (hwloc-calc on the XML)
-bus() { [ "$1" = 0 ] && echo $B0 || echo $B1; }
-objs_of_gpu() {  # XML TYPE GPU -> "numa:0 numa:1" (logical indexes of TYPE objects around the GPU)
-  hwloc-calc --input "$1" -I "$2" --li pci="$(bus "$3")" | tr ',' '\n' | sed "s/^/$2:/" | tr '\n' ' '
-}
-pus_of() { cpu_ranges "$(hwloc-calc --input "$1" --po -I pu $2)"; }   # XML "obj obj" -> list
-node_cpus() { pus_of "$1" "$(objs_of_gpu "$1" numa "$2")"; }      # PUs of the GPU's NUMA node(s)
-pkg_cpus() { pus_of "$1" "$(objs_of_gpu "$1" package "$2")"; }
-l3_cpus() { pus_of "$1" "$(objs_of_gpu "$1" l3 "$2")"; }
-core_cpus() { pus_of "$1" "core:$2"; }
-numa_os() { hwloc-calc --input "$1" -I numa --po pci="$(bus "$2")"; }
+# shellcheck source=tests/slurm/spank_lib.sh
+. "$(dirname "$0")/spank_lib.sh" "${1:-}"
 
 # ------------------------------------------------------------------ cluster
 cluster_start "$D/cluster-start.log" "$D" --nodes 2 --gpus 2 || exit 1
 cd "$D" || exit 1
 
-# ------------------------------------------------------------------ helpers
-on_fail() { show "$D/err" 8 stderr; }   # the last srun's stderr
-check_grep() {  # name regex file
-  if grep -Eq -- "$2" "$3"; then pass "$1"; else fail "$1" "no line matching /$2/ in $(basename "$3")"; fi
-}
-# plugstack.conf: the plugin with these arguments
-plugin_args() { plugstack_lines "$D/plugstack.conf" "required $D/spank_numabind.so $*"; }
-mc() { paste -d: <(report_by_rank "$1" mode) <(report_by_rank "$1" cpus | cut -d: -f2); }  # "rank:mode:cpus"
 # Two tasks that ran (rc 0) as Slurm placed them ($BASE), without NUMABIND_*, nothing said.
 check_untouched() {
   check_eq "$1" "0"$'\n'"$(per_rank 0:unset 1:unset)"$'\n'"$BASE"$'\n' \
     "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"$'\n'"$(cat "$D/err")"
 }
-per_rank() {  # "0:x" "1:y" ... -> lines, as report_by_rank prints them
-  printf '%s\n' "$@"
-}
-case_on() { [ -z "${NBSPANK_ONLY:-}" ] || [[ "$1" =~ $NBSPANK_ONLY ]]; }
-
-ONE=$D/topo/one.xml NEAR=$D/topo/near.xml SWAP=$D/topo/swap.xml NOGPU=$D/topo/nogpu.xml
 N1=(-N1 -w n1)
 
 # Slurm's own per-task binding, without the plugin binding anything (default=none)
@@ -589,30 +530,6 @@ if case_on salloc; then
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
   check_eq "salloc --numa-binding reaches the steps of the allocation" \
     "$(per_rank "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
-fi
-
-# ------------------------------------------------------------------ cgroup cpuset (own cluster)
-if case_on cgroup; then
-  cluster_stop "$D"
-  D2=$D/cg
-  if "$CL" start "$D2" --nodes 1 --cgroup --gpus 2 >"$D/cluster-cg.log" 2>&1; then
-    echo "required $D/spank_numabind.so topology=$SWAP verbose" >"$D2/plugstack.conf"
-    # one core allocated; GPU 0 lives on the other NUMA node (swap.xml) unless Slurm gave core 1
-    SLURM_CONF=$D2/slurm.conf probe_step "$D" -n1 -c1 --gpus=1 --numa-binding=node,mem=none
-    cg=$(report_by_rank "$D/out" cgcpus | cut -d: -f2)
-    home=$(node_cpus "$SWAP" 0)
-    check_eq "task/cgroup: the binding stays inside the step's cpuset ($cg), never Slurm's affinity" \
-      "0:node:$cg" "$(mc "$D/out")"
-    if [ "$cg" != "$home" ]; then
-      check_grep "task/cgroup: GPU home without an allowed CPU -> nearest allowed CPUs, with a warning" \
-        "no allowed CPU on NUMA node\(s\) $(numa_os "$SWAP" 0) of device\(s\) 0" "$D/err"
-    fi
-    SLURM_CONF=$D2/slurm.conf probe_step "$D" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-    check_eq "task/cgroup, 2 tasks with a GPU each: each on its GPU's node" \
-      "$(per_rank "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
-  else
-    fail "cgroup cluster did not start: $(tail -n 3 "$D/cluster-cg.log")"
-  fi
 fi
 
 finish
