@@ -92,7 +92,7 @@ check "good node: gres.conf in PCI order" eval 'row OK slurm "gres.conf order" "
 check "good node: TaskPlugin, NUMA nodes, cgroup v2, preferred-many" eval 'row OK slurm TaskPlugin && row OK kernel "NUMA nodes" "8 node" && row OK kernel cgroup "v2 \\(unified\\)" && row OK kernel preferred-many "6.1.0-fake"'
 check "good node: plugstack arguments parsed by the plugin's parser" eval 'row OK plugstack arguments "default=exclusive mem=prefer fallback=warn"'
 nb "$WORK/good" --plugstack "required $PLUG default=node smt=1 omp=yes ucx=yes"
-check "plugstack smt=, omp=, ucx= (issue 22) parsed by the plugin's parser" eval 'row OK plugstack arguments "default=node .* smt=1 omp=yes ucx=yes"'
+check "plugstack smt=, omp=, ucx= parsed by the plugin's parser" eval 'row OK plugstack arguments "default=node .* smt=1 omp=yes ucx=yes"'
 nb "$WORK/good" --plugstack "required $PLUG default=node smt=2"
 check "plugstack smt=2: FAIL naming the value and the choices" eval '[ $(rc) = 1 ] && row FAIL plugstack arguments "invalid value .2. for smt \\(valid: 1, all\\)"'
 nb "$WORK/good" --plugstack "required $PLUG default=exclusive fallback=warn"

@@ -40,8 +40,9 @@ lstopo --input "$WORK/styled.xml" --of png -f "$WORK/again.png" 2>"$WORK/err"
 check "lstopo renders the styled XML itself" eval '[ $? = 0 ] && [ "$(magic "$WORK/again.png" 4)" = "211PNG" ]'
 # Per task: the PUs with its colour are exactly its planned CPUs, inside hwloc-calc's
 # local CPUs of its GPU, and that GPU carries the same colour; a legend line names it.
-python3 - "$WORK/styled.xml" "$WORK/plan.json" "$WORK/dgx.xml" >"$WORK/err" 2>&1 <<'PY'
+nb_python - "$WORK/styled.xml" "$WORK/plan.json" "$WORK/dgx.xml" >"$WORK/err" 2>&1 <<'PY'
 import json, subprocess, sys
+from cpulist import ids
 import xml.etree.ElementTree as ET
 styled, plan, topo = sys.argv[1:4]
 root = ET.parse(styled).getroot()
@@ -52,11 +53,6 @@ for obj in root.iter("object"):
     if "lstopoStyle" not in infos: continue
     if obj.get("type") == "PU": pu_style[int(obj.get("os_index"))] = infos["lstopoStyle"]
     if obj.get("type") == "PCIDev": pci_style[obj.get("pci_busid")] = infos["lstopoStyle"]
-def ids(text):
-    out = set()
-    for part in filter(None, text.split(",")):
-        a, _, b = part.partition("-"); out.update(range(int(a), int(b or a) + 1))
-    return out
 tasks = json.load(open(plan))["tasks"]
 bad, colours = [], set()
 for t in tasks:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # shellcheck disable=SC2317  # helpers (rc, row, ...) are called from the strings check eval's
-# Issue 22 on this machine: one hardware thread per core (--smt 1) in plan output and on the
+# The smt=, omp= and Flux options on this machine: one hardware thread per core (--smt 1) in plan output and on the
 # kernel, OpenMP inside the binding (--omp, checked by a real libgomp program) and the local
 # rank under Flux (the variables flux-shell sets). Expected values from hwloc-calc
 # (--no-smt, the cores of a CPU set) and the kernel (/proc, sched_getcpu), never numabind's.

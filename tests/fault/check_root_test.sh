@@ -39,7 +39,7 @@ secs() { cat "$WORK/secs"; }
 row() { grep -E -m1 -q -- "^$1 +$2  +.*$3.*  .*${4:-}" "$WORK/out"; }
 touch "$WORK/etc/slurm.conf"
 
-# ---- plugstack includes (item 2 and 5) ----
+# ---- plugstack includes ----
 P=$WORK/etc/plugstack.conf
 mkdir -p "$WORK/etc/plugstack.d"
 echo "include $WORK/etc/plugstack.d/*.conf" >"$P"
@@ -78,7 +78,7 @@ for n in 4 12; do
     eval '[ $(rc) = 1 ] && [ $(secs) -lt 15 ] && row FAIL plugstack include "includes itself|more than 64 plugstack files"'
 done
 
-# ---- gres.conf (item 5) ----
+# ---- gres.conf ----
 mkdir -p "$WORK/g"
 CONF=$WORK/g/slurm.conf && touch "$CONF"
 echo "NodeName=n[0-4096]x[0-4096]y[0-4096] Name=gpu File=/dev/nvidia0" >"$WORK/g/gres.conf"
@@ -92,7 +92,7 @@ rm "$WORK/g/gres.conf" && ln -s /dev/zero "$WORK/g/gres.conf"
 ( ulimit -v 1048576; nb )
 check "gres.conf pointing at /dev/zero: FAIL, no endless read" \
   eval '[ $(rc) = 1 ] && [ $(secs) -lt 15 ] && row FAIL slurm gres.conf "character device"'
-# ---- terminal escapes in gres.conf File= names (item 8) ----
+# ---- terminal escapes in gres.conf File= names ----
 rm "$WORK/g/gres.conf" && printf 'Name=gpu File=/dev/nvidia0\033]0;owned\007\033[31m\n' >"$WORK/g/gres.conf"
 nb
 check "gres.conf File= with terminal escapes: none reaches the output, shown as \\x1b" \
@@ -102,7 +102,7 @@ check "the same in --json: valid JSON without raw control bytes" \
   eval 'python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$WORK/out" && ! grep -q "$(printf "\033")" "$WORK/out"'
 CONF=
 
-# ---- vendor tools (items 5 and 6) ----
+# ---- vendor tools ----
 # Run only from absolute PATH entries, and as root only root's files in root's directories.
 mkdir -p "$WORK/cwd" && printf '#!/bin/sh\ntouch %s/cwd-ran\n' "$WORK" >"$WORK/cwd/nvidia-smi" && chmod 0755 "$WORK/cwd/nvidia-smi"
 (cd "$WORK/cwd" && NBPATH=":/usr/bin:/bin" nb)
@@ -129,7 +129,7 @@ PIDS+=($!)
  echo $((SECONDS - t0)) >"$WORK2/secs") &
 PIDS+=($!)
 
-# ---- --draw as root (item 7) ----
+# ---- --draw as root ----
 draw() {  # FILE: plan --draw FILE as root; exit status in $WORK/rc, seconds in $WORK/secs
   local t0=$SECONDS
   timeout 120 env PATH="${NBPATH:-/usr/bin:/bin}" TMPDIR="$WORK/tmp" "$NB" plan --topology "$WORK/dgx.xml" \

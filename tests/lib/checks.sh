@@ -25,6 +25,8 @@
 #   finish [LABEL]             "LABEL: P passed, F failed in S s" (LABEL: the script's name),
 #                              then exit 1 after a failure, else 0
 #   cpu_list LIST              LIST expanded and sorted: "0-2,5" -> "0,1,2,5" (cpulist.py)
+#   cpu_ranges LIST [WITHIN]   LIST in the kernel's form: "0,1,2,5" -> "0-2,5"; with WITHIN
+#                              (a list, or "-" for none) only the CPUs WITHIN has
 #   nb_python ARG...           python3 with tests/lib importable: `from cpulist import ids, fmt`
 #
 # State: $passes and $failures (read them, e.g. in an EXIT trap that keeps a work directory
@@ -102,4 +104,5 @@ finish() {
 
 # The script tiers' one CPU-list parser (tests/lib/cpulist.py), from the shell and from Python.
 cpu_list() { python3 "$_nb_checks_lib/cpulist.py" "$1"; }
+cpu_ranges() { python3 "$_nb_checks_lib/cpulist.py" --ranges "$1" "${2--}"; }
 nb_python() { PYTHONPATH="$_nb_checks_lib${PYTHONPATH:+:$PYTHONPATH}" python3 "$@"; }

@@ -15,6 +15,13 @@
 #                                fail "cannot start the test cluster in DIR", returns 1
 #                                (callers: cluster_start ... || exit 1)
 #   cluster_stop DIR...          cluster.sh stop DIR for each, quietly; never fails
+#   plugstack_lines FILE LINE... FILE (a cluster's plugstack.conf, which srun, sbatch and
+#                                slurmstepd re-read per launch) holds exactly LINE..., one a line
+#   probe_step DIR SRUN_ARG...   srun SRUN_ARG... DIR/report.sh (the task probe install_plugin
+#                                put in DIR; 60 s at most): its R lines sorted by global rank in
+#                                DIR/out, all it printed in DIR/out.raw, its stderr in DIR/err,
+#                                srun's exit status in RC. Variables set on the call reach the
+#                                tasks (NBPROBE_DEVDIR=... probe_step ...; SLURM_CONF=... too)
 #   report_values FILE KEY       the KEY= value of every R line of FILE that has KEY, one per line
 #   report_by_rank FILE KEY      "RANK:VALUE" for every line of FILE (VALUE empty when absent)
 _nb_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +44,20 @@ cluster_start() {
 cluster_stop() {
   local _nb_dir
   for _nb_dir in "$@"; do "$CL" stop "$_nb_dir" >/dev/null 2>&1 || true; done
+  return 0
+}
+plugstack_lines() {
+  local _nb_file=$1
+  shift
+  printf '%s\n' "$@" >"$_nb_file"
+}
+probe_step() {
+  local _nb_dir=$1
+  shift
+  timeout 60 srun "$@" "$_nb_dir/report.sh" >"$_nb_dir/out.raw" 2>"$_nb_dir/err"
+  # shellcheck disable=SC2034  # read by the caller
+  RC=$?
+  grep '^R ' "$_nb_dir/out.raw" | sort -t= -k2,2n >"$_nb_dir/out"
   return 0
 }
 report_values() {

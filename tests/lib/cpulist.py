@@ -2,7 +2,9 @@
 """The one CPU-list parser of the script tiers: Linux's list format ("0-2,5", as in
 Cpus_allowed_list, NUMABIND_CPUS, hwloc-calc --po -I pu) to a set of ids and back.
 
-    cpulist.py LIST    prints LIST expanded and sorted: "0-2,5" -> "0,1,2,5"
+    cpulist.py LIST                     prints LIST expanded and sorted: "0-2,5" -> "0,1,2,5"
+    cpulist.py --ranges LIST [WITHIN]   prints LIST in the kernel's form: "0,1,2,5" -> "0-2,5";
+                                        with WITHIN, only its CPUs that WITHIN has ("-": all)
 
 From Python: sys.path has tests/lib (checks.sh: nb_python), then `from cpulist import ids, fmt`.
 """
@@ -10,8 +12,11 @@ import sys
 
 
 def ids(text):
-    """"0-2,5" -> {0, 1, 2, 5}; empty items are ignored."""
+    """"0-2,5" -> {0, 1, 2, 5}; empty items are ignored; None and "-" (a probe's "no value")
+    are the empty set."""
     out = set()
+    if text is None or text.strip() == "-":
+        return out
     for part in text.strip().split(","):
         if part:
             a, _, b = part.partition("-")
@@ -32,4 +37,10 @@ def fmt(values):
 
 
 if __name__ == "__main__":
-    print(",".join(map(str, sorted(ids(sys.argv[1])))))
+    if sys.argv[1] == "--ranges":
+        cpus = ids(sys.argv[2])
+        if len(sys.argv) > 3 and sys.argv[3] != "-":
+            cpus &= ids(sys.argv[3])
+        print(fmt(cpus))
+    else:
+        print(",".join(map(str, sorted(ids(sys.argv[1])))))

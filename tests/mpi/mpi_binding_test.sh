@@ -65,24 +65,14 @@ make_topology() {
   [ "$ncores" -ge 2 ] || skip "needs at least 2 cores"
 }
 
-norm() {  # "0-2,5" -> "0,1,2,5"
-  local out="" part a b i
-  IFS=, read -ra parts <<<"$1"
-  for part in "${parts[@]}"; do
-    if [[ $part == *-* ]]; then a=${part%-*}; b=${part#*-}; for ((i = a; i <= b; i++)); do out+="$i,"; done
-    else out+="$part,"; fi
-  done
-  tr , '\n' <<<"${out%,}" | sort -n | paste -sd, -
-}
-
 expected_cpus() {  # MODE LOCAL_RANK LOCAL_SIZE
   local mode=$1 lr=$2 ls=$3
   case $mode in
     exclusive)
       local per=$((ncores / ls)) first last
       first=$((lr * per)); last=$((first + per - 1))
-      norm "$(hwloc-calc --input "$xml" --intersect pu "core:$first-$last")" ;;
-    node) norm "$(hwloc-calc --input "$xml" --intersect pu numa:0)" ;;
+      cpu_list "$(hwloc-calc --input "$xml" --intersect pu "core:$first-$last")" ;;
+    node) cpu_list "$(hwloc-calc --input "$xml" --intersect pu numa:0)" ;;
     *) echo "?" ;;
   esac
 }
@@ -112,7 +102,7 @@ check_probe() {
     [ "$lr" = $((wr % per)) ] && [ "$ls" = "$per" ] ||
       { fail "$name: rank $wr: MPI local rank $lr/$ls, expected $((wr % per))/$per"; ok=0; }
     local want; want=$(expected_cpus "$mode" "$lr" "$ls")
-    [ "$(norm "$cpus")" = "$want" ] ||
+    [ "$(cpu_list "$cpus")" = "$want" ] ||
       { fail "$name: rank $wr (local $lr): Cpus_allowed_list $cpus, expected $want ($mode)"; ok=0; }
     [ "$dev" = "$lr" ] || { fail "$name: rank $wr (local $lr): NUMABIND_DEVICE=$dev"; ok=0; }
   done < <(grep '^MPI_PROBE ' "$out")
@@ -133,7 +123,7 @@ check_shell() {
     t=$(field "$truth" "$line"); dev=$(field nb_device "$line"); cpus=$(field cpus "$line")
     [ -n "$t" ] && [ "$dev" = "$t" ] || { fail "$name: device $dev (planned for the PMIx local rank), $truth=$t"; ok=0; }
     want=$(expected_cpus "$mode" "$t" "$ls")
-    [ "$(norm "$cpus")" = "$want" ] || { fail "$name: $truth=$t: cpus $cpus, expected $want"; ok=0; }
+    [ "$(cpu_list "$cpus")" = "$want" ] || { fail "$name: $truth=$t: cpus $cpus, expected $want"; ok=0; }
   done < <(grep '^SHELL_PROBE ' "$out")
   [ "$(grep -cE 'numabind: local rank [0-9]+ from PMIx PMIX_LOCAL_RANK .*local tasks [0-9]+ from (PMIx PMIX_LOCAL_(SIZE|PEERS)|.*the PMIx server gave none)' "$err")" = "$n" ] ||
     { fail "$name: not every rank used PMIx"; ok=0; sed 's/^/    /' "$err" | head; }

@@ -6,7 +6,7 @@ import os
 import subprocess
 import tempfile
 
-from nbtest import PROBE, BIN, check, cpulist, fake_gpu_topology, finish, mems_of_cpus
+from nbtest import PROBE, BIN, check, ids, fake_gpu_topology, finish, mems_of_cpus
 
 
 def probe(*args, env=None):
@@ -17,7 +17,7 @@ def probe(*args, env=None):
         if line.startswith("thread="):
             f = dict(x.split("=", 1) for x in line.split(" ", 2)[:2])
             pol = line.split(" policy=", 1)[1]
-            threads.append((f["thread"], cpulist(f["cpus"]), pol))
+            threads.append((f["thread"], ids(f["cpus"]), pol))
         elif "=" in line:
             k, v = line.split("=", 1)
             kv.setdefault(k, v)

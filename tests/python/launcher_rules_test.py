@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from nbtest import BIN, GEN, check, cpulist, finish
+from nbtest import BIN, GEN, check, ids, finish
 
 SO = os.environ["NUMABIND_SO"]
 CLEAN = ("NUMABIND_", "OMP_", "SLURM_", "OMPI_", "LOCAL_", "TORCHELASTIC_", "GROUP_RANK", "CUDA_VISIBLE")
@@ -34,14 +34,14 @@ def run(cmd, **extra):
 
 def shown(out):
     fields = dict(item.split("=", 1) for item in out.split("\n")[0].split())
-    fields["cpus"] = cpulist(out.split("Cpus_allowed_list:")[1].strip()) if "Cpus_allowed_list:" in out else set()
+    fields["cpus"] = ids(out.split("Cpus_allowed_list:")[1].strip()) if "Cpus_allowed_list:" in out else set()
     return fields
 
 
 def hwloc_pus(xml, bus):
     r = subprocess.run(["hwloc-calc", "--input", xml, "--po", "-I", "pu", "pci=" + bus], capture_output=True,
                        text=True, check=True)
-    return cpulist(r.stdout)
+    return ids(r.stdout)
 
 
 def gen(work, name, args):

@@ -1,10 +1,14 @@
-"""Shared helpers of the issue-16 tests: a topology of this machine with one fake GPU local
-to each PU, expected values from hwloc-calc (not numabind), and /proc readers."""
+"""Shared helpers of the Python tests: a topology of this machine with one fake GPU local
+to each PU, expected values from hwloc-calc (not numabind), and /proc readers. CPU lists
+("0-2,5") are read with ids() of tests/lib/cpulist.py, the one parser of the script tiers."""
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from cpulist import ids  # noqa: E402  (re-exported: from nbtest import ids)
 
 BIN = os.environ.get("NUMABIND_BIN", "numabind")
 PROBE = os.environ.get("NUMABIND_PROBE", "")
@@ -23,20 +27,10 @@ def finish():
     sys.exit(1 if failures else 0)
 
 
-def cpulist(text):
-    out = set()
-    for item in text.strip().split(","):
-        if not item:
-            continue
-        lo, _, hi = item.partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def fake_gpu_topology(workdir):
     """One fake GPU per core of this machine (GPU i local to core i): returns (xml, {bus: cpus})
     with each GPU's CPUs as hwloc-calc computes them from the XML (gen_topology --verify)."""
-    ncores = len(cpulist(open("/sys/devices/system/cpu/online").read()))
+    ncores = len(ids(open("/sys/devices/system/cpu/online").read()))
     xml = os.path.join(workdir, "fake-gpus.xml")
     args = [sys.executable, GEN, "-o", xml, "--verify"]
     for i in range(min(ncores, 8)):
@@ -47,7 +41,7 @@ def fake_gpu_topology(workdir):
     for line in out.splitlines():
         m = re.match(r"gpu (\S+) -> PUs (\S+)", line)
         if m:
-            gpus[m.group(1)] = cpulist(m.group(2))
+            gpus[m.group(1)] = ids(m.group(2))
     if not gpus:
         raise SystemExit("gen_topology --verify gave no GPU: " + out)
     return xml, gpus
@@ -76,7 +70,7 @@ def process_threads(pid):
     out = []
     for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
         try:
-            cpus = cpulist(status_field(f"/proc/{pid}/task/{tid}/status", "Cpus_allowed_list"))
+            cpus = ids(status_field(f"/proc/{pid}/task/{tid}/status", "Cpus_allowed_list"))
             name = status_field(f"/proc/{pid}/task/{tid}/status", "Name")
             out.append((int(tid), name, cpus, thread_policy(pid, tid)))
         except (OSError, TypeError):
@@ -105,6 +99,6 @@ def mems_of_cpus(cpus):
     for d in os.listdir(base):
         if re.match(r"node\d+$", d):
             with open(os.path.join(base, d, "cpulist")) as f:
-                if cpulist(f.read()) & cpus:
+                if ids(f.read()) & cpus:
                     nodes.add(int(d[4:]))
     return nodes

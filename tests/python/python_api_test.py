@@ -16,7 +16,7 @@ import sys
 import tempfile
 import warnings
 
-from nbtest import BIN, GEN, check, cpulist, fake_gpu_topology, finish
+from nbtest import BIN, GEN, check, ids, fake_gpu_topology, finish
 
 import numabind
 
@@ -77,7 +77,7 @@ def test_plan_dgx(work):
     for line in (r.stdout + r.stderr).splitlines():
         if line.startswith("gpu "):
             bus, pus = line.split()[1], line.split()[-1]
-            gpu_pus[bus] = cpulist(pus)
+            gpu_pus[bus] = ids(pus)
     buses = sorted(gpu_pus)  # numabind numbers accelerators in PCI order
     p = numabind.plan(topology=xml, ntasks=8, mode="node")
     cli = json.loads(subprocess.run([BIN, "plan", "--json", "--topology", xml, "--ntasks", "8", "--mode", "node"],

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from nbtest import BIN, PROBE, check, cpulist, fake_gpu_topology, finish, process_threads
+from nbtest import BIN, PROBE, check, ids, fake_gpu_topology, finish, process_threads
 
 
 def wait_for(path, timeout=30):
@@ -90,7 +90,7 @@ with tempfile.TemporaryDirectory() as work:
         runp.wait()
 
     # ---- a device on another node than the CPUs: split this machine into 2 NUMA nodes in XML
-    if len(cpulist(open("/sys/devices/system/cpu/online").read())) >= 2:
+    if len(ids(open("/sys/devices/system/cpu/online").read())) >= 2:
         split = os.path.join(work, "split.xml")
         subprocess.run([sys.executable, os.environ["NUMABIND_GEN_TOPOLOGY"], "-o", split, "--split-numa", "2",
                         "--gpu", "numa:0", "--gpu", "numa:1"], check=True, capture_output=True)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from nbtest import BIN, GEN, check, cpulist, finish
+from nbtest import BIN, GEN, check, ids, finish
 
 PY = "/usr/bin/python3"
 if subprocess.run([PY, "-c", "import torch.distributed.run"], capture_output=True).returncode != 0:
@@ -54,7 +54,7 @@ def free_port():
 def hwloc_pus(xml, bus):
     r = subprocess.run(["hwloc-calc", "--input", xml, "--po", "-I", "pu", "pci=" + bus],
                        capture_output=True, text=True, check=True)
-    return cpulist(r.stdout)
+    return ids(r.stdout)
 
 
 def torchrun(work, tail, tag):
@@ -103,7 +103,7 @@ with tempfile.TemporaryDirectory() as work:
         for rank, w in sorted(workers.items()):
             check(f"{how}: worker {rank} NUMABIND_DEVICE={rank} (GPU LOCAL_RANK)", w["device"] == str(rank), w)
             check(f"{how}: worker {rank} on GPU {rank}'s CPUs {sorted(want[rank])} (hwloc-calc pci={buses[rank]}), "
-                  f"not GPU {2 * rank}'s block", cpulist(w["cpus"]) == want[rank], w)
+                  f"not GPU {2 * rank}'s block", ids(w["cpus"]) == want[rank], w)
             if how != "numabind run":
                 check(f"{how}: worker {rank} cuda_index() = {rank}, device_rule local-rank",
                       w["cuda_index"] == rank and w["device_rule"] == "local-rank", w)
@@ -114,7 +114,7 @@ with tempfile.TemporaryDirectory() as work:
               (r.stdout + r.stderr)[-3000:])
         for rank, w in sorted(workers.items()):
             check(f"{how}: worker {rank} on the GPUs' CPUs {sorted(flat_pus)} (hwloc-calc)",
-                  cpulist(w["cpus"]) == flat_pus, w)
+                  ids(w["cpus"]) == flat_pus, w)
             check(f"{how}: torchrun set OMP_NUM_THREADS=1 for worker {rank}", w["omp_before"] == "1", w)
             if mode == "bind":
                 check(f"{how}: worker {rank}: torchrun's OMP_NUM_THREADS=1 kept and said once (two binds), "

@@ -26,16 +26,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(hwloc-calc -N pu all)" -ge 2 ] || skip "needs at least 2 CPUs"
-install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"; chmod 0755 "$D/report.sh"
+install_plugin "$D"
 python3 "$GEN" -o "$D/two.xml" --split-numa 2 --gpu numa:1=0000:17:00.0 --gpu numa:0=0000:27:00.0 >/dev/null || exit 1
 chmod 0644 "$D/two.xml"
 
-# The task probe's lines of one step in $D/out, stderr in $D/err, rc in RC.
-tasks() {
-  timeout 60 srun -s "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
-  RC=$?
-  grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
-}
 # Slurm's CPUs of job $1 on n1, as scontrol says ("CPU_IDs=1").
 slurm_cpus() { scontrol show job -d "$1" | grep -o 'CPU_IDs=[^ ]*' | head -n1 | cut -d= -f2; }
 # A job holding $@ without a shell (its id on stdout).
@@ -44,13 +38,9 @@ hold() {
 }
 # "yes" when every CPU of every task (column cpus=) is in the list $1.
 inside() {
-  python3 - "$1" "$D/out" <<'PY'
+  nb_python - "$1" "$D/out" <<'PY'
 import sys
-def ids(s):
-    out = set()
-    for p in s.split(","):
-        if p: a, _, b = p.partition("-"); out.update(range(int(a), int(b or a) + 1))
-    return out
+from cpulist import ids
 allowed = ids(sys.argv[1])
 bad = [l.split("cpus=")[1].split()[0] for l in open(sys.argv[2]) if not ids(l.split("cpus=")[1].split()[0]) <= allowed]
 print("yes" if not bad else "no (tasks on %s)" % " ".join(bad))
@@ -68,12 +58,12 @@ shared_node() {  # SETUP: a cluster is running; two jobs share its node
   for job in "$a" "$b"; do
     cpus=$(slurm_cpus "$job")
     for mode in node socket exclusive core-complex; do
-      tasks --jobid="$job" -n1 --numa-binding=$mode
+      probe_step "$D" -s --jobid="$job" -n1 --numa-binding=$mode
       check_eq "$setup, job holding CPU $cpus, $mode: the task runs inside its job's CPUs" "0 yes $mode" \
         "$RC $(inside "$cpus") $(report_values "$D/out" mode)"
     done
   done
-  tasks --jobid="$a" -n1 --numa-binding=node,verbose
+  probe_step "$D" -s --jobid="$a" -n1 --numa-binding=node,verbose
   check_eq "$setup: the verbose line names only the job's CPU" 1 "$(grep -c "CPUs $(slurm_cpus "$a")," "$D/err")"
   scancel "$a" "$b" >/dev/null 2>&1
   # One CPU for two tasks (-O): exclusive cannot split it; whatever happens stays inside.
@@ -82,14 +72,14 @@ shared_node() {  # SETUP: a cluster is running; two jobs share its node
   [ -n "$a" ] && [ -n "$b" ] || { fail "$setup: cannot start the -O job beside another"; return; }
   cpus=$(slurm_cpus "$a")
   for mode in node exclusive; do
-    tasks --jobid="$a" -n2 -O --numa-binding=$mode
+    probe_step "$D" -s --jobid="$a" -n2 -O --numa-binding=$mode
     check_eq "$setup, -n2 -O on one CPU ($cpus), $mode: both tasks inside the job's CPU" "2 yes" \
       "$(wc -l <"$D/out") $(inside "$cpus")"
   done
   scancel "$a" "$b" >/dev/null 2>&1
   # The whole node to one job: nothing narrowed, each task on its GPU's node.
   a=$(hold -n2 --gpus=2)
-  tasks --jobid="$a" -n2 --gpus-per-task=1 --numa-binding=exclusive
+  probe_step "$D" -s --jobid="$a" -n2 --gpus-per-task=1 --numa-binding=exclusive
   check_eq "$setup, a job holding the whole node: each task on its own GPU's node (hwloc-calc)" \
     "$(for b in 0000:17:00.0 0000:27:00.0; do hwloc-calc --input "$D/two.xml" --po -I pu pci=$b; done | paste -sd' ')" \
     "$(report_values "$D/out" cpus | paste -sd' ')"

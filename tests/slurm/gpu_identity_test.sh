@@ -32,7 +32,7 @@ trap 'exit 130' INT TERM
 
 NB=${2:-$ROOT/build/numabind}
 [ -x "$NB" ] || { echo "numabind CLI $NB not found"; exit 1; }
-install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"
+install_plugin "$D"
 cc -shared -fPIC -O1 -DHELPER_SLOW -o "$D/helper_SLOW.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
 chmod 0755 "$D"/*.so "$D/report.sh"
 BUSES=0000:17:00.0,0000:27:00.0,0000:37:00.0,0000:47:00.0
@@ -43,11 +43,8 @@ python3 "$GEN" -o "$D/five.xml" --split-numa 2 "${GPUS[@]}" --gpu numa:1=0000:57
 chmod 0644 "$D"/*.xml
 HOMES=$(for b in ${BUSES//,/ }; do hwloc-calc --input "$D/four.xml" --po -I pu pci=$b; done | paste -sd'|')
 
-tasks() {
-  NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES timeout 60 srun -s "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
-  RC=$?
-  grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
-}
+# a step of the task probe (probe_step) that also reports the fake GPUs each task can open and uses
+gpu_step() { NBPROBE_DEVDIR=$CD/dev NBPROBE_HOMES=$HOMES probe_step "$D" -s "$@"; }
 lines() { grep -c "$1" "$D/err"; }
 # numabind check's GPU-rule row on the node (in a task, as the plugin sees it): "STATUS|DETAIL"
 rule_row() {
@@ -56,14 +53,15 @@ import json, sys
 rows = [r for r in json.load(sys.stdin)["rows"] if r["item"] == "GPU rule the plugin uses"]
 print("%s|%s" % (rows[0]["status"], rows[0]["detail"]) if rows else "none|")'
 }
-plug() { printf '%s\n' "$@" >"$CD/plugstack.conf"; }
+# the cluster's plugstack.conf holds exactly these lines
+plugstack() { plugstack_lines "$CD/plugstack.conf" "$@"; }
 # "rank:GPU used:NUMABIND_DEVICES:CPUs" per task, and what it must be: the used GPU's CPUs.
 bound() { paste -d: <(report_values "$D/out" uses) <(report_values "$D/out" devs) <(report_values "$D/out" cpus) | paste -sd' '; }
-want() {  # the GPUs each task uses by Slurm's variables, with their home CPUs
+want_bound() {  # the GPUs each task uses by Slurm's variables, with their home CPUs
   local u; for u in $(report_values "$D/out" uses); do echo "$u:$u:$(cut -d'|' -f$((u + 1)) <<<"$HOMES")"; done | paste -sd' '
 }
 identity() {  # NAME: every task bound to the GPU it uses, on that GPU's CPUs; tasks use different GPUs
-  check_eq "$1" "0|$(want)|2" "$RC|$(bound)|$(report_values "$D/out" uses | sort -u | wc -l)"
+  check_eq "$1" "0|$(want_bound)|2" "$RC|$(bound)|$(report_values "$D/out" uses | sort -u | wc -l)"
 }
 
 for setup in "ConstrainDevices=no:--cgroup" "ConstrainDevices=yes:--constrain-devices"; do
@@ -72,44 +70,44 @@ for setup in "ConstrainDevices=no:--cgroup" "ConstrainDevices=yes:--constrain-de
   cluster_start "$D/start-${name##*=}.log" "$CD" --gpus 4 "${setup#*:}" || exit 1
   FILES="device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/nvidia1,$CD/dev/%n/nvidia2,$CD/dev/%n/nvidia3"
   NOFILES="required $D/spank_numabind.so topology=$D/four.xml mem=none"
-  plug "$NOFILES"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
+  plugstack "$NOFILES"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
   identity "$name, no device files, map_gpu:2,0: task 0 on GPU 2's node, task 1 on GPU 0's"
   check_eq "$name, no device files, map_gpu:2,0: the tasks really use GPUs 2 and 0" "2 0" "$(report_values "$D/out" uses | xargs)"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=mask_gpu:0x4,0x1 --numa-binding=node
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=mask_gpu:0x4,0x1 --numa-binding=node
   identity "$name, no device files, mask_gpu:0x4,0x1: each task on the node of the GPU it uses"
-  plug "$NOFILES default=node"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0
+  plugstack "$NOFILES default=node"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0
   identity "$name, no device files, map_gpu:2,0 under default=node: each task on its GPU's node"
   check_eq "$name, no device files: nothing said (the identity is known, not guessed)" 0 "$(lines 'cannot be told')"
   row=$(rule_row)
   # (WARN here only because the fake GPUs' PCI order cannot be told without a driver)
   check_eq "$name, no device files: check's GPU rule is the plugin's (gres.conf's files stand in)" yes \
     "$([[ $row == *"gres.conf's File="* && $row != *guess* ]] && echo yes || echo "no: $row")"
-  plug "$NOFILES"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
+  plugstack "$NOFILES"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
   identity "$name, no device files, map_gpu:2,0, exclusive"
   # a task 2.5 s late: the on-time one binds to its GPU; the late one to its own (never a failed plan)
-  plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
+  plugstack "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
   check_eq "$name, task 1 late, map_gpu:2,0, exclusive: no task runs unbound" "0 exclusive exclusive" \
     "$(lines 'running unbound') $(report_values "$D/out" mode | xargs)"
   identity "$name, task 1 late, map_gpu:2,0, exclusive: each task on the node of the GPU it uses"
-  plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES $FILES"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
+  plugstack "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES $FILES"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
   check_eq "$name, device files known, task 1 late, map_gpu:2,0, exclusive: no task runs unbound" "0 exclusive exclusive" \
     "$(lines 'running unbound') $(report_values "$D/out" mode | xargs)"
   identity "$name, device files known, task 1 late, map_gpu:2,0, exclusive: each task on its GPU's node"
-  plug "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES fallback=fail"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
+  plugstack "required $D/helper_SLOW.so rank=1 ms=2500" "$NOFILES fallback=fail"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=exclusive
   check_eq "$name, task 1 late under fallback=fail: the step runs" "0 2" "$RC $(wc -l <"$D/out")"
-  plug "$NOFILES $FILES"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node,verbose=2
+  plugstack "$NOFILES $FILES"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node,verbose=2
   check_eq "$name, verbose=2: (held ...) names the GPUs each task can open" "$(report_values "$D/out" opens | xargs)" \
     "$(for r in 0 1; do grep -o "task $r (local $r).*(held [0-9,-]*)" "$D/err" | grep -o 'held [0-9,-]*' | cut -d' ' -f2; done | xargs)"
   # the GPU identity cannot be told: one accelerator more than gres.conf lists
-  plug "required $D/spank_numabind.so topology=$D/five.xml mem=none"
-  tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
+  plugstack "required $D/spank_numabind.so topology=$D/five.xml mem=none"
+  gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
   if [ "$name" = ConstrainDevices=no ]; then
     identity "$name, gres.conf not one file per accelerator: Slurm's variable is the gres index"
     check_eq "$name, gres index known: no guess said" 0 "$(lines 'cannot be told')"
@@ -130,49 +128,49 @@ CD=$D/c-msg
 cluster_start "$D/start-msg.log" "$CD" --gpus 4 --constrain-devices || exit 1
 FILES="device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/nvidia1,$CD/dev/%n/nvidia2,$CD/dev/%n/nvidia3"
 BASE="required $D/spank_numabind.so topology=$D/four.xml mem=none"
-plug "$BASE $FILES"
-tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
+plugstack "$BASE $FILES"
+gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node
 identity "device_files= given, map_gpu:2,0: each task on its GPU's node"
 check_eq "device_files= that cannot be checked (no driver for the fake GPUs): said once per step without verbose" 1 \
   "$(lines '4 device_files= entries cannot be checked')"
-tasks -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node,verbose=2
+gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0 --numa-binding=node,verbose=2
 check_eq "verbose=2 says which GPUs each task holds (what it can open)" "held 2|held 0" \
   "$(grep -o 'task 0 (local 0).*(held [0-9,-]*)' "$D/err" | grep -o 'held [0-9,-]*')|$(grep -o 'task 1 (local 1).*(held [0-9,-]*)' "$D/err" | grep -o 'held [0-9,-]*')"
-plug "$BASE device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/gone1,$CD/dev/%n/nvidia2,$CD/dev/%n/gone3"
-tasks -n2 --gpus-per-node=4 --numa-binding=node
+plugstack "$BASE device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/gone1,$CD/dev/%n/nvidia2,$CD/dev/%n/gone3"
+gpu_step -n2 --gpus-per-node=4 --numa-binding=node
 check_eq "two missing device_files= entries: one line, in entry order" "1 1" \
   "$(grep -c 'entry 2 (.*gone1.*; device_files= entry 4 (.*gone3.*: none exists' "$D/err") $(grep -c 'gone' "$D/err")"
 # --cpu-bind=verbose / --mem-bind=verbose select no binding: the site default stays on
-plug "$BASE $FILES default=node"
+plugstack "$BASE $FILES default=node"
 for opt in --cpu-bind=verbose --mem-bind=verbose --cpu-bind=quiet; do
-  tasks -n1 --gpus=1 "$opt"
+  gpu_step -n1 --gpus=1 "$opt"
   check_eq "$opt under default=node: bound (it asks for no binding)" node "$(report_values "$D/out" mode)"
 done
-SLURM_CPU_BIND=verbose tasks -n1 --gpus=1
+SLURM_CPU_BIND=verbose gpu_step -n1 --gpus=1
 check_eq "SLURM_CPU_BIND=verbose under default=node: bound, like the option" node "$(report_values "$D/out" mode)"
 # --hint=compute_bound/memory_bound ask Slurm for its own core binding (srun sends a cpu-bind
 # type with them): the site default leaves the step to Slurm; --numa-binding still binds it
 for hint in compute_bound memory_bound; do
-  tasks -n1 --gpus=1 --hint=$hint
+  gpu_step -n1 --gpus=1 --hint=$hint
   check_eq "--hint=$hint under default=node: Slurm's binding kept (documented in OPTIONS.md)" unset "$(report_values "$D/out" mode)"
-  tasks -n1 --gpus=1 --hint=$hint --numa-binding=node
+  gpu_step -n1 --gpus=1 --hint=$hint --numa-binding=node
   check_eq "--hint=$hint with --numa-binding=node: bound" node "$(report_values "$D/out" mode)"
 done
-tasks -n1 --gpus=1 --cpu-bind=verbose,cores
+gpu_step -n1 --gpus=1 --cpu-bind=verbose,cores
 check_eq "--cpu-bind=verbose,cores under default=node: respected" unset "$(report_values "$D/out" mode)"
 # numabind's own UCX_NET_DEVICES (equal to its marker, as a bound batch shell leaves it) is
 # removed from an unbound step; a user's own is kept
-plug "$BASE $FILES"
+plugstack "$BASE $FILES"
 for how in "--numa-binding=none" "--gres=none --numa-binding=node"; do
   # shellcheck disable=SC2086
-  UCX_NET_DEVICES=mlx5_1:1 NUMABIND_UCX_NET_DEVICES=mlx5_1:1 tasks -n1 $how
+  UCX_NET_DEVICES=mlx5_1:1 NUMABIND_UCX_NET_DEVICES=mlx5_1:1 gpu_step -n1 $how
   check_eq "unbound step ($how) with numabind's UCX_NET_DEVICES: removed" unset "$(report_values "$D/out" ucx)"
   # shellcheck disable=SC2086
-  UCX_NET_DEVICES=mlx5_0:1 NUMABIND_UCX_NET_DEVICES=mlx5_1:1 tasks -n1 $how
+  UCX_NET_DEVICES=mlx5_0:1 NUMABIND_UCX_NET_DEVICES=mlx5_1:1 gpu_step -n1 $how
   check_eq "unbound step ($how) with the user's UCX_NET_DEVICES: kept" mlx5_0:1 "$(report_values "$D/out" ucx)"
 done
-plug "$BASE $FILES default=node"
-UCX_NET_DEVICES=mlx5_1:1 NUMABIND_UCX_NET_DEVICES=mlx5_1:1 tasks -n1
+plugstack "$BASE $FILES default=node"
+UCX_NET_DEVICES=mlx5_1:1 NUMABIND_UCX_NET_DEVICES=mlx5_1:1 gpu_step -n1
 check_eq "CPU-only step under a site default, numabind's UCX_NET_DEVICES: removed" unset "$(report_values "$D/out" ucx)"
 cluster_stop "$CD"
 

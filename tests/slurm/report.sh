@@ -12,9 +12,13 @@
 # CUDA runtime would use (CUDA_VISIBLE_DEVICES counts over the openable ones), the CPUs
 # local to those (hwloc-calc on the XML) and whether its own CPUs lie there (nohome: the
 # step's cpuset holds none of them, and the task's CPUs are inside that cpuset).
+# CPU lists are read and written by tests/lib/cpulist.py: beside this file where install_plugin
+# (plugin_test_env.sh) put both, in ../lib when it runs from the source tree.
 tag=${1:-task}
-python3 - "$tag" <<'PY'
+here=$(dirname "$0")
+PYTHONPATH=$here:$here/../lib${PYTHONPATH:+:$PYTHONPATH} python3 - "$tag" <<'PY'
 import ctypes, errno, os, platform, sys
+from cpulist import fmt, ids
 e = os.environ
 tag = sys.argv[1]
 cpus = [l.split(":", 1)[1].strip() for l in open("/proc/self/status") if l.startswith("Cpus_allowed_list")][0]
@@ -32,22 +36,6 @@ if libc.syscall(nr, ctypes.byref(mode), mask, ctypes.c_ulong(16 * 64), ctypes.c_
 else:
     m = mode.value & ~((1 << 15) | (1 << 14))
     mem = "%s:%s" % (names.get(m, str(m)), ",".join(str(i) for i in range(16 * 64) if mask[i // 64] >> (i % 64) & 1))
-
-def idlist(s):
-    out = set()
-    for part in s.split(","):
-        if not part: continue
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
-
-def fmt(ids):
-    v, out, i = sorted(ids), [], 0
-    while i < len(v):
-        j = i
-        while j + 1 < len(v) and v[j + 1] == v[j] + 1: j += 1
-        out.append(str(v[i]) if i == j else "%d-%d" % (v[i], v[j])); i = j + 1
-    return ",".join(out)
 
 opens = uses = home = inhome = "-"
 devdir, homes = e.get("NBPROBE_DEVDIR"), e.get("NBPROBE_HOMES", "").split("|")
@@ -67,14 +55,14 @@ if devdir:
     if used and len(homes) > max(used):
         pus = set()
         for d in used:
-            pus |= idlist(homes[d])
+            pus |= ids(homes[d])
         home = fmt(pus)
         # "nohome": the step's cpuset has no CPU local to the GPU(s); only the nearest are possible
-        allowed = idlist(cg) if cg != "-" else None
+        allowed = ids(cg) if cg != "-" else None
         if allowed is not None and not (pus & allowed):
-            inhome = "nohome" if idlist(cpus) <= allowed else "no"
+            inhome = "nohome" if ids(cpus) <= allowed else "no"
         else:
-            inhome = "yes" if idlist(cpus) <= pus else "no"
+            inhome = "yes" if ids(cpus) <= pus else "no"
 print("R %s rank=%s local=%s node=%s cvd=%s cpus=%s cgcpus=%s mem=%s mode=%s dev=%s cpusenv=%s pmix=%s devs=%s opens=%s uses=%s home=%s inhome=%s nics=%s ucx=%s" % (
     tag, e.get("SLURM_PROCID", "?"), e.get("SLURM_LOCALID", "?"), e.get("SLURMD_NODENAME", "?"),
     e.get("CUDA_VISIBLE_DEVICES", "unset"), cpus, cg, mem, e.get("NUMABIND_MODE", "unset"),

@@ -4,175 +4,99 @@
 #   spank_test.sh [PATH/spank_numabind.so]        (as root; default: build/spank/spank_numabind.so)
 #
 # Starts one 2-node test cluster (tests/slurm/cluster.sh: slurmd n1 and n2 on this machine,
-# 2 fake GPUs each) and reuses it for every case; each case rewrites DIR/plugstack.conf
-# (srun, sbatch and slurmstepd re-read it per launch). Topologies are this machine's real
-# CPUs plus fake NVIDIA GPUs (tests/tools/gen_topology.py), so bindings are really applied;
-# tasks read them back from /proc/self/status and get_mempolicy(2) (report.sh).
-# Expected CPU sets come from hwloc-calc on the generated XML, never from the plugin.
+# 2 fake GPUs each, Slurm's own task/affinity binding) and reuses it for every case; each case
+# rewrites DIR/plugstack.conf (srun, sbatch and slurmstepd re-read it per launch). The
+# topologies (this machine's real CPUs plus fake NVIDIA GPUs, so bindings are really applied)
+# and the expectations (hwloc-calc on the generated XML, never the plugin): spank_lib.sh.
+# Under task/cgroup: spank_cgroup_test.sh.
 # Exit 0: all passed; 1: a check failed; 77: skipped (not root / no Slurm).
 # NBSPANK_KEEP=1 keeps the cluster directory. NBSPANK_ONLY=regex runs matching cases only.
 set -uo pipefail
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=tests/slurm/plugin_test_env.sh
-. "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun sbatch hwloc-calc
-
-D=$(mktemp -d "${TMPDIR:-/tmp}/nbspank.XXXXXX")
-chmod 0755 "$D"
-cleanup() {
-  local rc=$?
-  cluster_stop "$D"
-  [ -n "${D2:-}" ] && { cluster_stop "$D2"; rm -rf "$D2"; }
-  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then
-    echo "cluster directory kept: $D"
-  else
-    rm -rf "$D"
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# ------------------------------------------------------------------ fixtures
-install_plugin "$D"
-cp "$HERE/report.sh" "$D/report.sh"
-chmod 0755 "$D/spank_numabind.so" "$D/report.sh"
-mkdir -p "$D/topo"
-B0=0000:17:00.0   # physical GPU 0 (PCI order)
-B1=0000:27:00.0   # physical GPU 1
-gen() { python3 "$GEN" "$@" 2>/dev/null || { echo "gen_topology.py $* failed"; exit 1; }; }
-# one: the real machine (1 NUMA node, 1 L3) with GPU 0 below core 0, GPU 1 below core 1
-gen -o "$D/topo/one.xml" --gpu core:0=$B0 --gpu core:1=$B1
-# near/swap: the real PUs split into 2 NUMA nodes; GPU i on node i, or swapped
-gen -o "$D/topo/near.xml" --split-numa 2 --gpu numa:0=$B0 --gpu numa:1=$B1
-gen -o "$D/topo/swap.xml" --split-numa 2 --gpu numa:1=$B0 --gpu numa:0=$B1
-gen -o "$D/topo/nogpu.xml"
-cp "$D/topo/near.xml" "$D/topo/node-n1.xml"
-cp "$D/topo/swap.xml" "$D/topo/node-n2.xml"
-chmod 0644 "$D"/topo/*.xml
-
-# ---- independent expectations (hwloc-calc on the XML)
-tolist() {  # "0,1,2,5" -> "0-2,5"
-  python3 -c 'import sys
-v = sorted({int(x) for x in sys.argv[1].split(",") if x != ""})
-out, i = [], 0
-while i < len(v):
-    j = i
-    while j + 1 < len(v) and v[j + 1] == v[j] + 1: j += 1
-    out.append(str(v[i]) if i == j else "%d-%d" % (v[i], v[j])); i = j + 1
-print(",".join(out))' "$1"
-}
-bus() { [ "$1" = 0 ] && echo $B0 || echo $B1; }
-objs_of_gpu() {  # XML TYPE GPU -> "numa:0 numa:1" (logical indexes of TYPE objects around the GPU)
-  hwloc-calc --input "$1" -I "$2" --li pci="$(bus "$3")" | tr ',' '\n' | sed "s/^/$2:/" | tr '\n' ' '
-}
-pus_of() { tolist "$(hwloc-calc --input "$1" --po -I pu $2)"; }   # XML "obj obj" -> list
-node_cpus() { pus_of "$1" "$(objs_of_gpu "$1" numa "$2")"; }      # PUs of the GPU's NUMA node(s)
-pkg_cpus() { pus_of "$1" "$(objs_of_gpu "$1" package "$2")"; }
-l3_cpus() { pus_of "$1" "$(objs_of_gpu "$1" l3 "$2")"; }
-core_cpus() { pus_of "$1" "core:$2"; }
-numa_os() { hwloc-calc --input "$1" -I numa --po pci="$(bus "$2")"; }
+# shellcheck source=tests/slurm/spank_lib.sh
+. "$(dirname "$0")/spank_lib.sh" "${1:-}"
 
 # ------------------------------------------------------------------ cluster
 cluster_start "$D/cluster-start.log" "$D" --nodes 2 --gpus 2 || exit 1
 cd "$D" || exit 1
 
-# ------------------------------------------------------------------ helpers
-on_fail() { show "$D/err" 8 stderr; }   # the last srun's stderr
-check_grep() {  # name regex file
-  if grep -Eq -- "$2" "$3"; then pass "$1"; else fail "$1" "no line matching /$2/ in $(basename "$3")"; fi
-}
-plug() { echo "required $D/spank_numabind.so $*" >"$D/plugstack.conf"; }
-# run srun with the task probe; stdout (R lines sorted by rank) in $D/out, stderr in $D/err, rc in RC
-tasks() {
-  timeout 60 srun "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
-  RC=$?
-  grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
-}
-mc() { paste -d: <(report_by_rank "$1" mode) <(report_by_rank "$1" cpus | cut -d: -f2); }  # "rank:mode:cpus"
 # Two tasks that ran (rc 0) as Slurm placed them ($BASE), without NUMABIND_*, nothing said.
 check_untouched() {
-  check_eq "$1" "0"$'\n'"$(want 0:unset 1:unset)"$'\n'"$BASE"$'\n' \
+  check_eq "$1" "0"$'\n'"$(per_rank 0:unset 1:unset)"$'\n'"$BASE"$'\n' \
     "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"$'\n'"$(cat "$D/err")"
 }
-want() {  # "0:x" "1:y" ... -> lines
-  printf '%s\n' "$@"
-}
-case_on() { [ -z "${NBSPANK_ONLY:-}" ] || [[ "$1" =~ $NBSPANK_ONLY ]]; }
-
-ONE=$D/topo/one.xml NEAR=$D/topo/near.xml SWAP=$D/topo/swap.xml NOGPU=$D/topo/nogpu.xml
 N1=(-N1 -w n1)
 
 # Slurm's own per-task binding, without the plugin binding anything (default=none)
-plug "topology=$ONE"
-tasks "${N1[@]}" -n2
+plugin_args "topology=$ONE"
+probe_step "$D" "${N1[@]}" -n2
 BASE=$(report_by_rank "$D/out" cpus)
 check_eq "baseline: plugin loaded, default none: tasks keep Slurm's binding, no NUMABIND_*" \
-  "$(want 0:unset 1:unset)" "$(report_by_rank "$D/out" mode)"
+  "$(per_rank 0:unset 1:unset)" "$(report_by_rank "$D/out" mode)"
 
 # ------------------------------------------------------------------ modes
 if case_on modes; then
-  plug "topology=$ONE"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  plugin_args "topology=$ONE"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check_eq "mode node (one NUMA node, shared GPUs): CPUs = NUMA node of the GPU" \
-    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" "$(mc "$D/out")"
-  check_eq "mode node: NUMABIND_MODE/NUMABIND_DEVICE exported" "$(want 0:node/0 1:node/1)" \
+    "$(per_rank "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  check_eq "mode node: NUMABIND_MODE/NUMABIND_DEVICE exported" "$(per_rank 0:node/0 1:node/1)" \
     "$(paste -d/ <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" dev | cut -d: -f2))"
   check_eq "mode node: default memory policy prefer -> preferred on the GPU's node" \
-    "$(want "0:preferred:$(numa_os "$ONE" 0)" "1:preferred:$(numa_os "$ONE" 1)")" "$(report_by_rank "$D/out" mem)"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=socket
+    "$(per_rank "0:preferred:$(numa_os "$ONE" 0)" "1:preferred:$(numa_os "$ONE" 1)")" "$(report_by_rank "$D/out" mem)"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=socket
   check_eq "mode socket: CPUs = package of the GPU" \
-    "$(want "0:socket:$(pkg_cpus "$ONE" 0)" "1:socket:$(pkg_cpus "$ONE" 1)")" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive
+    "$(per_rank "0:socket:$(pkg_cpus "$ONE" 0)" "1:socket:$(pkg_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive
   check_eq "mode exclusive: 2 tasks on one node split its cores" \
-    "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex
+    "$(per_rank "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex
   check_eq "mode core-complex: 2 tasks, 1 L3 -> both on the whole L3 (shared, as torch.numa.binding)" \
-    "$(want "0:core-complex:$(l3_cpus "$ONE" 0)" "1:core-complex:$(l3_cpus "$ONE" 1)")" "$(mc "$D/out")"
-  plug "topology=$SWAP"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex,mem=none
+    "$(per_rank "0:core-complex:$(l3_cpus "$ONE" 0)" "1:core-complex:$(l3_cpus "$ONE" 1)")" "$(mc "$D/out")"
+  plugin_args "topology=$SWAP"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=core-complex,mem=none
   check_eq "mode core-complex (2 L3, GPUs swapped): CPUs = L3 of the GPU" \
-    "$(want "0:core-complex:$(l3_cpus "$SWAP" 0)" "1:core-complex:$(l3_cpus "$SWAP" 1)")" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
+    "$(per_rank "0:core-complex:$(l3_cpus "$SWAP" 0)" "1:core-complex:$(l3_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
   check_eq "mode none: NUMABIND_MODE=none, Slurm's binding untouched" \
-    "$(want 0:none 1:none)"$'\n'"$BASE" "$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
+    "$(per_rank 0:none 1:none)"$'\n'"$BASE" "$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
 fi
 
 # ------------------------------------------------------------------ memory policies
 if case_on mem; then
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
   for m in bind:bind interleave:interleave none:default; do
-    tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=${m%%:*}
+    probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=${m%%:*}
     exp=${m#*:}:$(numa_os "$ONE" 0)
     [ "${m%%:*}" = none ] && exp=default:
-    check_eq "mem=${m%%:*}: policy read back" "$(want "0:$exp" "1:$exp")" "$(report_by_rank "$D/out" mem)"
+    check_eq "mem=${m%%:*}: policy read back" "$(per_rank "0:$exp" "1:$exp")" "$(report_by_rank "$D/out" mem)"
   done
-  plug "topology=$ONE mem=interleave"
-  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node
+  plugin_args "topology=$ONE mem=interleave"
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node
   check_eq "plugstack mem=interleave is the default policy" "0:interleave:$(numa_os "$ONE" 0)" "$(report_by_rank "$D/out" mem)"
-  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=bind
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=bind
   check_eq "option mem=bind overrides plugstack mem=" "0:bind:$(numa_os "$ONE" 0)" "$(report_by_rank "$D/out" mem)"
 fi
 
 # ------------------------------------------------------------------ GPUs per task / per node
 if case_on gpus; then
-  plug "topology=$SWAP"
-  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check_eq "--gpus-per-task=1: each task sees one GPU" "$(want 0:0 1:1)" "$(report_by_rank "$D/out" cvd)"
+  plugin_args "topology=$SWAP"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check_eq "--gpus-per-task=1: each task sees one GPU" "$(per_rank 0:0 1:1)" "$(report_by_rank "$D/out" cvd)"
   check_eq "--gpus-per-task=1: task bound to its own GPU's node (swapped topology)" \
-    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=none
-  check_eq "--gpus-per-node=2: all tasks see all GPUs" "$(want 0:0,1 1:0,1)" "$(report_by_rank "$D/out" cvd)"
+    "$(per_rank "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node,mem=none
+  check_eq "--gpus-per-node=2: all tasks see all GPUs" "$(per_rank 0:0,1 1:0,1)" "$(report_by_rank "$D/out" cvd)"
   check_eq "--gpus-per-node=2: task r uses GPU r" \
-    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n2 --gpus-per-node=1 --numa-binding=node,mem=none
+    "$(per_rank "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=1 --numa-binding=node,mem=none
   g=$(report_by_rank "$D/out" cvd | head -n1 | cut -d: -f2)
   check_eq "--gpus-per-node=1: both tasks share the step's GPU $g" \
-    "$(want "0:node:$(node_cpus "$SWAP" "$g")" "1:node:$(node_cpus "$SWAP" "$g")")" "$(mc "$D/out")"
-  plug "topology=$NEAR"
-  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=exclusive,mem=none
+    "$(per_rank "0:node:$(node_cpus "$SWAP" "$g")" "1:node:$(node_cpus "$SWAP" "$g")")" "$(mc "$D/out")"
+  plugin_args "topology=$NEAR"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=exclusive,mem=none
   check_eq "exclusive with --gpus-per-task=1 (GPU per NUMA node): each task its node's cores" \
-    "$(want "0:exclusive:$(node_cpus "$NEAR" 0)" "1:exclusive:$(node_cpus "$NEAR" 1)")" "$(mc "$D/out")"
+    "$(per_rank "0:exclusive:$(node_cpus "$NEAR" 0)" "1:exclusive:$(node_cpus "$NEAR" 1)")" "$(mc "$D/out")"
 fi
 
 # ------------------------------------------------------------------ nearest NICs
@@ -186,54 +110,54 @@ if case_on nics; then
   nic_of() { python3 "$HERE/../tools/nic_oracle.py" "$NICS" --gpus "$(bus "$1")" |
     python3 -c 'import json, sys; g = json.load(sys.stdin)["gpus"]; print(",".join(next(iter(g.values()))["nics"]))'; }
   n0=$(nic_of 0) n1=$(nic_of 1)
-  plug "topology=$NICS"
-  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  plugin_args "topology=$NICS"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
   check_eq "srun: NUMABIND_NICS = the HCA behind each task's GPU's switch, UCX_NET_DEVICES untouched" \
-    "$(want "0:$n0/0:unset" "1:$n1/1:unset")" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
-  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none,ucx
-  check_eq "srun --numa-binding=node,ucx: UCX_NET_DEVICES=<hca>:1" "$(want "0:$n0:1" "1:$n1:1")" "$(report_by_rank "$D/out" ucx)"
-  plug "topology=$NICS ucx=yes"
-  UCX_NET_DEVICES=mine:2 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-  check_eq "plugstack ucx=yes keeps the user's UCX_NET_DEVICES" "$(want 0:mine:2 1:mine:2)" "$(report_by_rank "$D/out" ucx)"
-  tasks "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,mem=none
+    "$(per_rank "0:$n0/0:unset" "1:$n1/1:unset")" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none,ucx
+  check_eq "srun --numa-binding=node,ucx: UCX_NET_DEVICES=<hca>:1" "$(per_rank "0:$n0:1" "1:$n1:1")" "$(report_by_rank "$D/out" ucx)"
+  plugin_args "topology=$NICS ucx=yes"
+  UCX_NET_DEVICES=mine:2 probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  check_eq "plugstack ucx=yes keeps the user's UCX_NET_DEVICES" "$(per_rank 0:mine:2 1:mine:2)" "$(report_by_rank "$D/out" ucx)"
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=2 --numa-binding=node,mem=none
   check_eq "plugstack ucx=yes, one task owning both GPUs: the union in PCI order" \
     "0:$n0,$n1/0:$n0:1,$n1:1" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
   # as a task of a bound batch shell has it: numabind's own value (and marker) is replaced
-  UCX_NET_DEVICES=mlx5_9:1 NUMABIND_UCX_NET_DEVICES=mlx5_9:1 tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+  UCX_NET_DEVICES=mlx5_9:1 NUMABIND_UCX_NET_DEVICES=mlx5_9:1 probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
   check_eq "plugstack ucx=yes replaces a UCX_NET_DEVICES numabind set in an outer binding" \
-    "$(want "0:$n0:1" "1:$n1:1")" "$(report_by_rank "$D/out" ucx)"
-  plug "topology=$ONE ucx=yes"
-  NUMABIND_NICS=stale tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
+    "$(per_rank "0:$n0:1" "1:$n1:1")" "$(report_by_rank "$D/out" ucx)"
+  plugin_args "topology=$ONE ucx=yes"
+  NUMABIND_NICS=stale probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,mem=none
   check_eq "no fabric NIC: NUMABIND_NICS removed, UCX_NET_DEVICES not set" \
-    "$(want 0:unset/0:unset 1:unset/1:unset)" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
+    "$(per_rank 0:unset/0:unset 1:unset/1:unset)" "$(paste -d/ <(report_by_rank "$D/out" nics) <(report_by_rank "$D/out" ucx))"
 fi
 
 # ------------------------------------------------------------------ verbose
 if case_on verbose; then
-  plug "topology=$SWAP"
-  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose,mem=none
+  plugin_args "topology=$SWAP"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose,mem=none
   check_eq "verbose: exactly one numabind line per task on srun's stderr" 2 "$(grep -c '^numabind: ' "$D/err")"
   for r in 0 1; do
     check_grep "verbose: task $r line is short: node, task, local rank, mode, GPU+PCI, its NUMA node, CPUs, memory" \
       "^numabind: node n1 task $r \\(local $r\\): node, GPU $r \\($(bus $r), NUMA $(numa_os "$SWAP" $r)\\), CPUs $(node_cpus "$SWAP" $r), memory not bound$" "$D/err"
   done
   check_eq "verbose: no timing detail at the first level" 0 "$(grep -c 'took ' "$D/err")"
-  tasks "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose=2,mem=none
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-task=1 --numa-binding=node,verbose=2,mem=none
   check_eq "verbose=2: timings and the GPU source added" 2 "$(grep -c '; GPUs from .*; took [0-9]* us' "$D/err")"
   t=$(sed -n 's/.*; took \([0-9]*\) us (.*; step setup \([0-9]*\) us)$/\1 \2/p' "$D/err" | head -n1)
   [ -n "$t" ] && echo "info - plugin's own timing: task_init ${t%% *} us per task, step setup (topology load) ${t##* } us"
-  plug "topology=$ONE verbose default=node"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  plugin_args "topology=$ONE verbose default=node"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2
   check_eq "plugstack verbose: one line per task" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
   # -Q: srun's own "job queued" notes when the previous job is still being cleaned up
-  tasks "${N1[@]}" -Q -n2 --gpus-per-node=2 --numa-binding=node
+  probe_step "$D" "${N1[@]}" -Q -n2 --gpus-per-node=2 --numa-binding=node
   check_eq "without verbose: nothing on stderr" "" "$(cat "$D/err")"
 fi
 
 # ------------------------------------------------------------------ bad values
 if case_on bad; then
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
   rm -f "$D/marker"
   timeout 30 srun "${N1[@]}" -n1 --numa-binding=bogus touch "$D/marker" 2>"$D/err"; rc=$?
   check_eq "bad option value: srun refuses (rc!=0), nothing launched" "refused,nolaunch" \
@@ -262,18 +186,18 @@ if case_on bad; then
   check_eq "bad value in environment: sbatch refuses" "refused" "$([ $rc -ne 0 ] && echo refused || echo rc=0)"
   for a in "bogus=1" "default=fast" "fallback=maybe" "respect_cpu_bind=perhaps" "devices=zz" \
            "topology=relative.xml" "topology=/x/%q.xml" "mem=all" "default=node default=node"; do
-    plug "topology=$ONE $a"
+    plugin_args "topology=$ONE $a"
     timeout 30 srun "${N1[@]}" -n1 touch "$D/marker" 2>"$D/err"; rc=$?
     key=${a%%=*}
     check_eq "plugstack '$a': plugin refuses to load, srun fails before launch" "refused,nolaunch,named" \
       "$([ $rc -ne 0 ] && echo refused || echo rc=0),$([ -e "$D/marker" ] && echo launched || echo nolaunch),$(grep -q "numabind: plugstack.conf: .*$key" "$D/err" && echo named || echo unnamed)"
   done
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
 fi
 
 # ------------------------------------------------------------------ sbatch
 if case_on sbatch; then
-  plug "topology=$SWAP"
+  plugin_args "topology=$SWAP"
   cat >"$D/job.sbatch" <<EOF
 #!/bin/sh
 #SBATCH --numa-binding=node,mem=none
@@ -285,86 +209,86 @@ EOF
   timeout 90 sbatch --wait "${N1[@]}" -n2 --gpus=2 -o "$D/job.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
   check_eq "sbatch --wait job ran" 0 "$rc"
   for tag in inherited override none; do grep "^R $tag " "$D/job.out" | sort -t= -k2,2n >"$D/out.$tag"; done
-  check_eq "#SBATCH --numa-binding reaches every srun step (mode)" "$(want 0:node 1:node)" "$(report_by_rank "$D/out.inherited" mode)"
+  check_eq "#SBATCH --numa-binding reaches every srun step (mode)" "$(per_rank 0:node 1:node)" "$(report_by_rank "$D/out.inherited" mode)"
   check_eq "#SBATCH --numa-binding: step tasks bound to their GPU's node" \
-    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.inherited")"
+    "$(per_rank "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.inherited")"
   check_eq "srun's own --numa-binding overrides #SBATCH (exclusive, per-task GPUs)" \
-    "$(want "0:exclusive:$(node_cpus "$SWAP" 0)" "1:exclusive:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.override")"
-  check_eq "srun --numa-binding=none overrides #SBATCH" "$(want 0:none 1:none)" "$(report_by_rank "$D/out.none" mode)"
+    "$(per_rank "0:exclusive:$(node_cpus "$SWAP" 0)" "1:exclusive:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out.override")"
+  check_eq "srun --numa-binding=none overrides #SBATCH" "$(per_rank 0:none 1:none)" "$(report_by_rank "$D/out.none" mode)"
   grep '^R batch ' "$D/job.out" >"$D/out.batch"
   check_eq "batch_step=no (default): the batch shell is not bound" "0:unset" "$(report_by_rank "$D/out.batch" mode)"
 
   # NEAR: GPU 0 (the one Slurm gives first) is on the node of CPU 0 (the one it allocates
   # first on the idle node), so the GPU's node is inside the job's allocation, which a task never leaves
-  plug "topology=$NEAR batch_step=yes"
+  plugin_args "topology=$NEAR batch_step=yes"
   timeout 90 sbatch --wait "${N1[@]}" -n1 --gpus=1 -o "$D/job2.out" "$D/job.sbatch" >/dev/null 2>"$D/err"; rc=$?
   grep '^R batch ' "$D/job2.out" >"$D/out.batch"
   g=$(report_by_rank "$D/out.batch" cvd | cut -d: -f2)
   check_eq "batch_step=yes: the batch shell is bound to its GPU ($g)'s node" "0:node:$(node_cpus "$NEAR" "${g:-0}")" \
     "$(report_by_rank "$D/out.batch" mode | cut -d: -f2 | sed 's/^/0:/'):$(report_by_rank "$D/out.batch" cpus | cut -d: -f2)"
 
-  plug "topology=$ONE default=node"
+  plugin_args "topology=$ONE default=node"
   printf '#!/bin/sh\nsrun -n2 %s/report.sh step\n' "$D" >"$D/job3.sbatch"
   timeout 90 sbatch --wait "${N1[@]}" -n2 --gpus=2 -o "$D/job3.out" "$D/job3.sbatch" >/dev/null 2>"$D/err"
   grep '^R step ' "$D/job3.out" | sort -t= -k2,2n >"$D/out"
   check_eq "plugstack default=node applies to steps of a batch job" \
-    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(per_rank "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
 fi
 
 # ------------------------------------------------------------------ site default, respect_cpu_bind
 if case_on default; then
-  plug "topology=$ONE default=node"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  plugin_args "topology=$ONE default=node"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2
   check_eq "default=node without any option: tasks bound" \
-    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(per_rank "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
   check_eq "respect_user_bind=yes (default): explicit --cpu-bind wins over the site default" \
-    "$(want 0:unset 1:unset)"$'\n'"$BASE" "$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores --numa-binding=node
+    "$(per_rank 0:unset 1:unset)"$'\n'"$BASE" "$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores --numa-binding=node
   check_eq "explicit --numa-binding applies even with --cpu-bind" \
-    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(per_rank "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
-  plug "topology=$ONE default=node respect_cpu_bind=no"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
+  plugin_args "topology=$ONE default=node respect_cpu_bind=no"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --cpu-bind=cores
   check_eq "respect_cpu_bind=no: the site default overrides --cpu-bind" \
-    "$(want "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
+    "$(per_rank "0:node:$(node_cpus "$ONE" 0)" "1:node:$(node_cpus "$ONE" 1)")" \
     "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
-  plug "topology=$ONE default=exclusive mem=none"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check_eq "explicit --numa-binding overrides default=" "$(want 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
+  plugin_args "topology=$ONE default=exclusive mem=none"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check_eq "explicit --numa-binding overrides default=" "$(per_rank 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ fallback
 if case_on fallback; then
-  plug "topology=$NOGPU default=node"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  plugin_args "topology=$NOGPU default=node"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2
   check_untouched "site default, no GPU in topology: tasks run (rc 0) untouched, no NUMABIND_*, nothing said"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check_eq "fallback=warn (default), explicit mode, no GPU in topology: unbound, NUMABIND_MODE=none" \
-    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
+    "0"$'\n'"$(per_rank 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
   check_eq "fallback=warn: one warning per step naming the reason and the plugstack key" 1 \
     "$(grep -c '^numabind: warning: node n1: --numa-binding=node: no accelerator on this node (plugstack devices=.*running unbound (fallback=warn)' "$D/err")"
-  plug "topology=$NOGPU default=node fallback=fail"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  plugin_args "topology=$NOGPU default=node fallback=fail"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2
   check_eq "fallback=fail, site default, no GPU: the site default does nothing (tasks run)" "0,2" "$RC,$(wc -l <"$D/out" | tr -d ' ')"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check_eq "fallback=fail, explicit mode, no GPU: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
   check_grep "fallback=fail: clear error on srun's stderr" "error: numabind: node n1: .*no accelerator.*\(fallback=fail\)" "$D/err"
-  plug "topology=$ONE fallback=fail"
-  tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
+  plugin_args "topology=$ONE fallback=fail"
+  probe_step "$D" "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
   check_eq "fallback=fail, exclusive with 3 tasks on 2 PUs: srun fails" "failed" "$([ $RC -ne 0 ] && echo failed || echo rc=0)"
   check_grep "fallback=fail: impossible exclusive split reported" "error: numabind: .*exclusive binding impossible" "$D/err"
   check_eq "fallback=fail: the cause said once for the step, not per task, not as 'numabind: error:'" "1 0" \
     "$(grep -c 'numabind:' "$D/err") $(grep -c 'numabind: error:' "$D/err")"
-  plug "topology=$ONE fallback=warn"
-  tasks "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
+  plugin_args "topology=$ONE fallback=warn"
+  probe_step "$D" "${N1[@]}" -n3 -O --gpus-per-node=2 --numa-binding=exclusive
   check_eq "fallback=warn, exclusive with 3 tasks on 2 PUs: 3 tasks run unbound" "0,3,none" \
     "$RC,$(wc -l <"$D/out" | tr -d ' '),$(report_by_rank "$D/out" mode | cut -d: -f2 | sort -u | tr '\n' ' ' | xargs)"
-  plug "topology=$D/topo/missing-%n.xml fallback=fail"
-  tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node
+  plugin_args "topology=$D/topo/missing-%n.xml fallback=fail"
+  probe_step "$D" "${N1[@]}" -n1 --gpus=1 --numa-binding=node
   check_grep "fallback=fail, missing topology file: error names the file" "error: numabind: .*missing-n1.xml" "$D/err"
 fi
 
@@ -373,30 +297,30 @@ fi
 # step that does not bind is untouched, a step that binds follows fallback= and says why once.
 if case_on engine; then
   mv "$D/numabind_stepd.so" "$D/numabind_stepd.so.away"
-  plug "topology=$ONE"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2
+  plugin_args "topology=$ONE"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2
   check_untouched "engine missing, nothing asked: tasks run as Slurm placed them, nothing said"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=none
   check_eq "engine missing, --numa-binding=none: NUMABIND_MODE=none, nothing said" \
-    "0"$'\n'"$(want 0:none 1:none)"$'\n' "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(cat "$D/err")"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+    "0"$'\n'"$(per_rank 0:none 1:none)"$'\n' "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(cat "$D/err")"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check_eq "engine missing, fallback=warn: tasks run unbound (NUMABIND_MODE=none)" \
-    "0"$'\n'"$(want 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
+    "0"$'\n'"$(per_rank 0:none 1:none)"$'\n'"$BASE" "$RC"$'\n'"$(report_by_rank "$D/out" mode)"$'\n'"$(report_by_rank "$D/out" cpus)"
   check_eq "engine missing, fallback=warn: one warning per step naming the missing file" 1 \
     "$(grep -c "^numabind: warning: node n1: cannot find the step engine $D/numabind_stepd.so: .*running unbound (fallback=warn)" "$D/err")"
-  plug "topology=$ONE fallback=fail"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  plugin_args "topology=$ONE fallback=fail"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check_eq "engine missing, fallback=fail: srun fails, no task ran" "failed,0" \
     "$([ $RC -ne 0 ] && echo failed || echo rc=0),$(wc -l <"$D/out" | tr -d ' ')"
   check_grep "engine missing, fallback=fail: the error names the file" "error: numabind: node n1: cannot find the step engine .*numabind_stepd.so" "$D/err"
   mv "$D/numabind_stepd.so.away" "$D/numabind_stepd.so"
   chmod 0777 "$D/numabind_stepd.so"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
   check_grep "engine writable by others: not loaded, said why" "error: numabind: .*numabind_stepd.so is writable by group or others" "$D/err"
   chmod 0755 "$D/numabind_stepd.so"
-  plug "topology=$ONE"
-  tasks "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
-  check_eq "engine back: the step binds again" "$(want 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
+  plugin_args "topology=$ONE"
+  probe_step "$D" "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=node
+  check_eq "engine back: the step binds again" "$(per_rank 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ no topology=: live discovery + per-boot cache
@@ -412,8 +336,8 @@ if case_on cache; then
     # The step engine's model cache (model-*.txt) would spare the step hwloc altogether: start
     # without one, as the first step after a boot does (the files are rebuilt on demand).
     rm -f /run/numabind/model-*.txt
-    plug "devices=class=0x0200 fallback=fail"
-    tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
+    plugin_args "devices=class=0x0200 fallback=fail"
+    probe_step "$D" "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check_grep "no topology=: live discovery finds the device ($NIC)" "numabind: node n1 task 0 .*GPU 0 \\($NIC, NUMA" "$D/err"
     cache=$(ls /run/numabind/topology-*.xml 2>/dev/null | head -n1)
     check_eq "first step wrote the per-boot cache, root-owned 0644 in a root-owned 0755 dir" "root:644:root:755" \
@@ -422,7 +346,7 @@ if case_on cache; then
     check_eq "first step wrote the model cache, root-owned 0644" "root:644" "$( [ -n "$model" ] && stat -c %U:%a "$model")"
     mtime=$( [ -n "$cache" ] && stat -c %Y.%y "$cache")
     model_mtime=$( [ -n "$model" ] && stat -c %Y.%y "$model")
-    tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
+    probe_step "$D" "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
     check_eq "second step reads the cache (bound, file not rewritten)" "0:node:$mtime" \
       "$RC:$(report_by_rank "$D/out" mode | cut -d: -f2):$( [ -n "$cache" ] && stat -c %Y.%y "$cache")"
     check_eq "second step reads the model cache (not rewritten)" "$model_mtime" "$( [ -n "$model" ] && stat -c %Y.%y "$model")"
@@ -433,7 +357,7 @@ if case_on cache; then
       rm -f /run/numabind.reported.model
       for round in 1 2; do
         head -n "$(grep -n '^pci ' "$model" | head -n1 | cut -d: -f1)" "$model" | head -n -1 >"$model.cut" && mv "$model.cut" "$model"
-        tasks "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
+        probe_step "$D" "${N1[@]}" -n1 --gpus=1 --numa-binding=node,verbose
         check_eq "cut model cache, step $round: refused, the step still finds the device" "0:node" "$RC:$(report_by_rank "$D/out" mode | cut -d: -f2)"
       done
       check_eq "cut model cache: rebuilt whole (an end line again)" "1" "$(tail -n1 "$model" | grep -c '^end [0-9]* [0-9a-f]\{16\}$')"
@@ -446,36 +370,36 @@ fi
 
 # ------------------------------------------------------------------ non-root user
 if case_on user; then
-  plug "topology=$SWAP"
+  plugin_args "topology=$SWAP"
   su nbtest -s /bin/sh -c ". '$D/env.sh'; cd /tmp; timeout 60 srun -N1 -w n1 -n2 --gpus-per-task=1 --numa-binding=node,mem=none,verbose '$D/report.sh'" \
     >"$D/out.raw" 2>"$D/err"
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
   check_eq "job of user nbtest: tasks bound to their GPU's node" \
-    "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" \
+    "$(per_rank "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" \
     "$(paste -d: <(report_by_rank "$D/out" mode) <(report_by_rank "$D/out" cpus | cut -d: -f2))"
   check_eq "job of user nbtest: verbose lines" 2 "$(grep -c '^numabind: node n1 task' "$D/err")"
 fi
 
 # ------------------------------------------------------------------ two nodes, two topologies
 if case_on nodes; then
-  plug "topology=$D/topo/node-%n.xml"
+  plugin_args "topology=$D/topo/node-%n.xml"
   # the whole of both nodes (a step inside an allocation uses all of its CPUs): each GPU's node
   # is inside the allocation, which a task never leaves
   J=$(timeout 60 salloc --no-shell -N2 --exclusive --gpus-per-node=1 2>&1 | grep -o 'Granted job allocation [0-9]*' | awk '{print $4}')
-  tasks --jobid="$J" -N2 -n2 --gpus-per-node=1 --numa-binding=node,mem=none
+  probe_step "$D" --jobid="$J" -N2 -n2 --gpus-per-node=1 --numa-binding=node,mem=none
   scancel "$J" >/dev/null 2>&1
   g1=$(awk '/node=n1/' "$D/out" | report_by_rank /dev/stdin cvd | cut -d: -f2)
   g2=$(awk '/node=n2/' "$D/out" | report_by_rank /dev/stdin cvd | cut -d: -f2)
   check_eq "2 nodes: each node plans from its own topology (topology=...-%n.xml)" \
     "n1:$(node_cpus "$D/topo/node-n1.xml" "${g1:-0}") n2:$(node_cpus "$D/topo/node-n2.xml" "${g2:-0}")" \
     "n1:$(awk '/node=n1/' "$D/out" | report_by_rank /dev/stdin cpus | cut -d: -f2) n2:$(awk '/node=n2/' "$D/out" | report_by_rank /dev/stdin cpus | cut -d: -f2)"
-  check_eq "2 nodes: both tasks bound (mode node)" "$(want 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
+  check_eq "2 nodes: both tasks bound (mode node)" "$(per_rank 0:node 1:node)" "$(report_by_rank "$D/out" mode)"
 fi
 
 # ------------------------------------------------------------------ PMIx
 if case_on pmix; then
-  plug "topology=$SWAP"
-  tasks "${N1[@]}" -n2 --mpi=pmix --gpus-per-task=1 --numa-binding=node,mem=none
+  plugin_args "topology=$SWAP"
+  probe_step "$D" "${N1[@]}" -n2 --mpi=pmix --gpus-per-task=1 --numa-binding=node,mem=none
   check_eq "--mpi=pmix: tasks run and are bound, PMIx env intact" \
     "0:node:$(node_cpus "$SWAP" 0):0 1:node:$(node_cpus "$SWAP" 1):1" \
     "$(paste -d: <(mc "$D/out") <(report_by_rank "$D/out" pmix | cut -d: -f2) | tr '\n' ' ' | xargs)"
@@ -516,7 +440,7 @@ EOF
   else
     fail "overhead: bench did not run"
   fi
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
 fi
 
 # ------------------------------------------------------------------ smt=1 and omp
@@ -525,21 +449,21 @@ if case_on opts; then
   gen --synthetic "package:1 core:1 pu:2" -o "$D/topo/smt.xml" --gpu package:0=$B0 --gpu package:0=$B1
   chmod 0644 "$D/topo/smt.xml"
   SMT=$D/topo/smt.xml
-  first=$(tolist "$(hwloc-calc --input "$SMT" --no-smt --po -I pu all)")   # hwloc: one PU per core
-  both=$(tolist "$(hwloc-calc --input "$SMT" --po -I pu all)")
-  plug "topology=$SMT"
+  first=$(cpu_ranges "$(hwloc-calc --input "$SMT" --no-smt --po -I pu all)")   # hwloc: one PU per core
+  both=$(cpu_ranges "$(hwloc-calc --input "$SMT" --po -I pu all)")
+  plugin_args "topology=$SMT"
   for mode in node socket exclusive core-complex; do
-    tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=$mode,smt=1,mem=none
+    probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=$mode,smt=1,mem=none
     check_eq "srun --numa-binding=$mode,smt=1: one PU per core ($first)" "0:$mode:$first" "$(mc "$D/out")"
   done
-  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
   check_eq "srun --numa-binding=node: both siblings ($both)" "0:node:$both" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n1 --gpus-per-node=1 --hint=nomultithread --numa-binding=node,mem=none
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --hint=nomultithread --numa-binding=node,mem=none
   check_eq "srun --hint=nomultithread --numa-binding=node: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
-  plug "topology=$SMT smt=1"
-  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
+  plugin_args "topology=$SMT smt=1"
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,mem=none
   check_eq "plugstack smt=1: one PU per core ($first)" "0:node:$first" "$(mc "$D/out")"
-  tasks "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=all,mem=none
+  probe_step "$D" "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=all,mem=none
   check_eq "plugstack smt=1, srun smt=all: both siblings" "0:node:$both" "$(mc "$D/out")"
   # omp: one place per core of the task's CPUs, the core's PUs in it (hwloc-calc core:0 here)
   omp_line() {  # srun args... -> "OMP <threads> <places> <bind>" of task 0
@@ -548,7 +472,7 @@ if case_on opts; then
     grep '^OMP ' "$D/out.raw"
   }
   unset OMP_NUM_THREADS OMP_PLACES OMP_PROC_BIND   # srun passes the environment on
-  plug "topology=$SMT"
+  plugin_args "topology=$SMT"
   core0=$(hwloc-calc --input "$SMT" --po -I pu core:0)
   check_eq "srun --numa-binding=node,omp: OMP_NUM_THREADS=1 (cores), OMP_PLACES={$core0}, close" \
     "OMP 1 {$core0} close" "$(omp_line --numa-binding=node,omp,mem=none)"
@@ -558,7 +482,7 @@ if case_on opts; then
     "OMP 5 {$core0} close" "$(OMP_NUM_THREADS=5 omp_line --numa-binding=node,omp,mem=none)"
   check_eq "srun --numa-binding=node (no omp): no OMP_* set" \
     "OMP unset unset unset" "$(omp_line --numa-binding=node,mem=none)"
-  plug "topology=$SMT omp=yes verbose"
+  plugin_args "topology=$SMT omp=yes verbose"
   out=$(OMP_PROC_BIND=spread omp_line --numa-binding=node,mem=none)
   check_eq "plugstack omp=yes: set, the user's OMP_PROC_BIND=spread kept" "OMP 1 {$core0} spread" "$out"
   check_grep "verbose: the task line says which OMP_* were set and kept" \
@@ -566,14 +490,15 @@ if case_on opts; then
   # A real OpenMP program (libgomp): its places are the task's cores (hwloc-calc), each thread on its place.
   if gcc -fopenmp -O1 -o "$D/omp_probe" "$HERE/../cli/omp_probe.c" 2>/dev/null; then
     chmod 0755 "$D/omp_probe"
-    plug "topology=$ONE"
+    plugin_args "topology=$ONE"
     timeout 60 srun "${N1[@]}" -n1 -c2 --gpus-per-node=2 --numa-binding=node,omp,mem=none "$D/omp_probe" >"$D/out.raw" 2>"$D/err"
     RC=$?
     home=$(node_cpus "$ONE" 0)
     places=$(for c in $(hwloc-calc --input "$ONE" --intersect core $(hwloc-calc --input "$ONE" -I numa --li pci="$B0" | tr , '\n' | sed 's/^/numa:/') | tr , ' '); do
       hwloc-calc --input "$ONE" --po -I pu core:$c; done | paste -sd' ')
-    got=$(python3 - "$D/out.raw" $places <<'PY'
+    got=$(nb_python - "$D/out.raw" $places <<'PY'
 import sys
+from cpulist import ids
 want = sys.argv[2:]
 places, threads = [], {}
 for l in open(sys.argv[1]):
@@ -581,9 +506,9 @@ for l in open(sys.argv[1]):
     if l.startswith("place "):
         places.append(w[3])
     elif l.startswith("thread "):
-        threads[int(w[1])] = (int(w[5]), set(w[7].split(",")))
+        threads[int(w[1])] = (int(w[5]), ids(w[7]))
 ok = places == want and len(threads) == len(want) and all(
-    0 <= p < len(places) and ran <= set(places[p].split(",")) for p, ran in threads.values())
+    0 <= p < len(places) and ran <= ids(places[p]) for p, ran in threads.values())
 print("ok" if ok else "places %s threads %s, want %s" % (places, threads, want))
 PY
 )
@@ -594,46 +519,17 @@ PY
   srun "${N1[@]}" -n1 --gpus-per-node=1 --numa-binding=node,smt=3 true >"$D/out.raw" 2>"$D/err"
   RC=$?
   check_eq "srun --numa-binding=node,smt=3: refused by srun" "1" "$([ "$RC" -ne 0 ] && grep -c "smt=3.*valid: smt=1, smt=all" "$D/err")"
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
 fi
 
 # ------------------------------------------------------------------ salloc
 if case_on salloc; then
-  plug "topology=$ONE"
+  plugin_args "topology=$ONE"
   timeout 60 salloc "${N1[@]}" -n2 --gpus-per-node=2 --numa-binding=exclusive \
     srun -n2 "$D/report.sh" >"$D/out.raw" 2>"$D/err"
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
   check_eq "salloc --numa-binding reaches the steps of the allocation" \
-    "$(want "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
-fi
-
-# ------------------------------------------------------------------ cgroup cpuset (own cluster)
-if case_on cgroup; then
-  cluster_stop "$D"
-  D2=$D/cg
-  if "$CL" start "$D2" --nodes 1 --cgroup --gpus 2 >"$D/cluster-cg.log" 2>&1; then
-    echo "required $D/spank_numabind.so topology=$SWAP verbose" >"$D2/plugstack.conf"
-    tasks() {
-      SLURM_CONF=$D2/slurm.conf timeout 60 srun "$@" "$D/report.sh" >"$D/out.raw" 2>"$D/err"
-      RC=$?
-      grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
-    }
-    # one core allocated; GPU 0 lives on the other NUMA node (swap.xml) unless Slurm gave core 1
-    tasks -n1 -c1 --gpus=1 --numa-binding=node,mem=none
-    cg=$(report_by_rank "$D/out" cgcpus | cut -d: -f2)
-    home=$(node_cpus "$SWAP" 0)
-    check_eq "task/cgroup: the binding stays inside the step's cpuset ($cg), never Slurm's affinity" \
-      "0:node:$cg" "$(mc "$D/out")"
-    if [ "$cg" != "$home" ]; then
-      check_grep "task/cgroup: GPU home without an allowed CPU -> nearest allowed CPUs, with a warning" \
-        "no allowed CPU on NUMA node\(s\) $(numa_os "$SWAP" 0) of device\(s\) 0" "$D/err"
-    fi
-    tasks -n2 --gpus-per-task=1 --numa-binding=node,mem=none
-    check_eq "task/cgroup, 2 tasks with a GPU each: each on its GPU's node" \
-      "$(want "0:node:$(node_cpus "$SWAP" 0)" "1:node:$(node_cpus "$SWAP" 1)")" "$(mc "$D/out")"
-  else
-    fail "cgroup cluster did not start: $(tail -n 3 "$D/cluster-cg.log")"
-  fi
+    "$(per_rank "0:exclusive:$(core_cpus "$ONE" 0)" "1:exclusive:$(core_cpus "$ONE" 1)")" "$(mc "$D/out")"
 fi
 
 finish

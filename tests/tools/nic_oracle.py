@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""nic_oracle.py TOPOLOGY.xml --gpus BUSID,... — the nearest fabric NICs of each GPU by issue
-22's rule, computed from hwloc's own answers (never from numabind), as JSON on stdout:
+"""nic_oracle.py TOPOLOGY.xml --gpus BUSID,... — the nearest fabric NICs of each GPU by the
+rule below, computed from hwloc's own answers (never from numabind), as JSON on stdout:
 
   {"nics": [{"name": "mlx5_0", "pci": "0000:43:00.0"}, ...],      the fabric NICs, PCI order
    "gpus": {"0000:44:00.0": {"nics": ["mlx5_0"], "level": "bridge"}, ...}}
@@ -25,16 +25,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hwloc_oracle import Calc, ids, info_blocks  # noqa: E402
-
-
-def pu_set(text):
-    out = set()
-    for part in text.split(","):
-        if not part:
-            continue
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from cpulist import ids as pu_set  # noqa: E402  the one CPU-list parser (tests/lib/cpulist.py)
 
 
 def busid_key(b):

@@ -50,7 +50,7 @@ TEST_P(AllowedSubset, TasksStayInsideAllowedCpusAndMems) {
     std::mt19937 rng(20240611u ^ static_cast<unsigned>(std::hash<std::string>{}(GetParam())));
     int planned = 0, refused = 0;
     for (int round = 0; round < 24; ++round) {
-        // Allowed CPUs: a random subset of 1..all PUs (round 0: all of them, as in an
+        // Allowed CPUs: a random subset of 1..all PUs (the first round: all of them, as in an
         // unconstrained step); sometimes a contiguous block, like a Slurm cpuset.
         nb::IdSet allowed;
         if (round == 0) {

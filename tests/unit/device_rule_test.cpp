@@ -34,7 +34,7 @@ TEST(DeviceRule, FollowsWhereTheLocalRankCameFrom) {
     EXPECT_EQ(device_rule_for(srun), DeviceRule::Blocks);
 }
 
-// The node: 8 GPUs, 4 per socket (one NUMA node each), torchrun with 2 workers.
+// A DGX H100-like node: 8 GPUs, 4 per socket (one NUMA node each), torchrun with 2 workers.
 TEST(DeviceRule, TwoTorchrunWorkersOnAnEightGpuTwoSocketNodeStayOnGpu0sSocket) {
     const std::string file = test::generated("dgx-h100");
     auto topo = test::load(file);

@@ -156,7 +156,7 @@ std::vector<int> home_of_devices(const Oracle& o, const std::vector<int>& device
     return nodes;
 }
 
-// Tasks whose homes share a CPU, through chains: the pools.
+// Tasks whose homes share a CPU, through chains: the pools whose CPUs exclusive splits among their tasks.
 std::vector<std::vector<int>> pools(const std::vector<IdSet>& homes) {
     std::vector<int> pool(homes.size(), -1);
     int count = 0;

@@ -92,7 +92,7 @@ TEST(TaskGpus, AmdAndIntelVariablesToo) {
               std::vector<int>{1});
 }
 
-// Issue 20 item 1: without device files, Slurm's per-task CUDA_VISIBLE_DEVICES=0 (a local
+// Without device files, Slurm's per-task CUDA_VISIBLE_DEVICES=0 (a local
 // index under ConstrainDevices=yes, whatever devices.list says on cgroup v1) is never read as
 // global GPU 0: the tasks share the step's list by the ownership rule.
 TEST(TaskGpus, WithoutDeviceFilesTheStepListIsShared) {
@@ -204,7 +204,7 @@ TEST(NodeDevicesRule, MissingTasksStandOnGpusNobodyHolds) {
     EXPECT_TRUE(combine_node_devices(4, none).per_task.empty());
 }
 
-// Issue 20 item 3: one task holding GPU 0 on time and one late: the on-time task's own list
+// One task holding GPU 0 on time and one late: the on-time task's own list
 // is not the step's; the late task is planned on GPUs nobody holds, never on GPU 0.
 TEST(NodeDevicesRule, OneOnTimeListIsNotTheStepsList) {
     std::vector<Published> all = {{Published::State::Devices, true, {0}}, {Published::State::Late, true, {}}};

@@ -27,40 +27,19 @@ import re
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import cpulist  # noqa: E402  the one CPU-list parser and formatter (tests/lib/cpulist.py)
+from cpulist import ids  # noqa: E402
+
 # Known numabind defects, by check tag: (check, short description). Empty: the one found
 # here (exclusive sets overlapping across homes that overlap) is fixed in the planner.
 KNOWN_BUGS = {}
 
 
 # ---------------------------------------------------------------------------- helpers
-def parse_list(text):
-    """'0-3,6' -> {0,1,2,3,6}; '' -> set()"""
-    out = set()
-    text = text.strip()
-    if not text:
-        return out
-    for part in text.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.update(range(int(a), int(b) + 1))
-        else:
-            out.add(int(part))
-    return out
-
-
-def fmt(s):
-    """{0,1,2,4} -> '0-2,4'"""
-    s = sorted(s)
-    if not s:
-        return "(none)"
-    out, i = [], 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and s[j + 1] == s[j] + 1:
-            j += 1
-        out.append(str(s[i]) if i == j else "%d-%d" % (s[i], s[j]))
-        i = j + 1
-    return ",".join(out)
+def fmt(cpus):
+    """A CPU set in messages: the kernel's form ("0-2,4"), "(none)" when empty."""
+    return cpulist.fmt(cpus) or "(none)"
 
 
 def pci_key(addr):
@@ -193,14 +172,14 @@ class Kernel:
     def __init__(self, facts):
         self.f = facts
         self.nodes = sorted(int(k[4:-5]) for k in facts if re.match(r"^node\d+\.cpus$", k))
-        self.node_cpus = {n: parse_list(facts["node%d.cpus" % n]) for n in self.nodes}
+        self.node_cpus = {n: ids(facts["node%d.cpus" % n]) for n in self.nodes}
         self.cpu_nodes = [n for n in self.nodes if self.node_cpus[n]]
         self.dist = {n: dict(zip(self.nodes, map(int, facts["node%d.distance" % n].split())))
                      for n in self.nodes}
-        self.has_cpu = parse_list(facts.get("node.has_cpu", ""))
-        self.cpus = parse_list(facts["cpu.online"])
+        self.has_cpu = ids(facts.get("node.has_cpu", ""))
+        self.cpus = ids(facts["cpu.online"])
         self.package = {c: int(facts["cpu%d.package" % c]) for c in self.cpus}
-        self.l3 = {c: frozenset(parse_list(facts["cpu%d.l3" % c])) for c in self.cpus}
+        self.l3 = {c: frozenset(ids(facts["cpu%d.l3" % c])) for c in self.cpus}
         self.pci = {}
         for k, v in facts.items():
             m = re.match(r"^pci\.(.+)\.(id|class|numa_node|local_cpulist)$", k)
@@ -308,7 +287,7 @@ def check_topo(R, K, shape, topo, matches):
             R.check(set(a["home_cpus"]) == K.cpus_of(home),
                     what + ": %s home cpus %s" % (addr, fmt(K.cpus_of(home))), "numabind: %s" % fmt(a["home_cpus"]))
             if not fallback:
-                R.check(set(a["local_cpus"]) == parse_list(kd["local_cpulist"]),
+                R.check(set(a["local_cpus"]) == ids(kd["local_cpulist"]),
                         what + ": %s local cpus = sysfs local_cpulist %s" % (addr, kd["local_cpulist"]),
                         "numabind: %s" % fmt(a["local_cpus"]))
                 R.check("warning" not in a, what + ": %s has no home warning" % addr, a.get("warning", ""))
@@ -326,8 +305,8 @@ def check_case(R, K, shape, case, plans, runs, cpuset):
     if cpuset:
         if not R.check(len(cpuset) == 4, tag + ": cpuset cgroup set up", "%s" % (cpuset,)):
             return
-        A, M = parse_list(cpuset[2]), parse_list(cpuset[3])
-        R.check(A == parse_list(cpuset[0]) and M == parse_list(cpuset[1]),
+        A, M = ids(cpuset[2]), ids(cpuset[3])
+        R.check(A == ids(cpuset[0]) and M == ids(cpuset[1]),
                 tag + ": cpuset effective cpus %s mems %s as requested" % (cpuset[2], cpuset[3]))
         tag += " [cpuset %s/%s]" % (fmt(A), fmt(M))
     rc, plan, err = plans.get(cid, (None, None, ["no output"]))
@@ -376,13 +355,13 @@ def check_case(R, K, shape, case, plans, runs, cpuset):
         if not R.check(rrc == 0 and "cpus" in kv and "pages_total" in kv, rt + ": run exit 0, probe ran",
                        "rc=%s %s" % (rrc, " | ".join(other[-5:]))):
             continue
-        kcpus = parse_list(kv["cpus"])
+        kcpus = ids(kv["cpus"])
         applied[r] = kcpus
         R.check(kcpus == pcpus, rt + ": Cpus_allowed_list %s = planned cpus" % kv["cpus"],
                 "plan: %s" % fmt(pcpus))
         warns = [ln for ln in other if ln.startswith("numabind:")]
 
-        R.check(parse_list(kv.get("mems_allowed", "")) == M, rt + ": Mems_allowed_list %s" % fmt(M),
+        R.check(ids(kv.get("mems_allowed", "")) == M, rt + ": Mems_allowed_list %s" % fmt(M),
                 "got %s" % kv.get("mems_allowed"))
         if mode == "none":
             R.check(kcpus == A, rt + ": mode none leaves all allowed CPUs %s" % fmt(A), "got %s" % fmt(kcpus))
@@ -466,7 +445,7 @@ def check_case(R, K, shape, case, plans, runs, cpuset):
                     "numa_maps: %s" % kv.get("pages_by_node"))
         # environment
         R.check(kv.get("NUMABIND_MODE") == mode and kv.get("NUMABIND_DEVICE") == str(e["idx"])
-                and kv.get("NUMABIND_DEVICE_PCI") == e["pci"] and parse_list(kv.get("NUMABIND_CPUS", "")) == kcpus
+                and kv.get("NUMABIND_DEVICE_PCI") == e["pci"] and ids(kv.get("NUMABIND_CPUS", "")) == kcpus
                 and kv.get("NUMABIND_MEMS") == ",".join(map(str, pmems)) and kv.get("NUMABIND_MEM_POLICY") == mem,
                 rt + ": NUMABIND_* environment describes the binding",
                 " ".join("%s=%s" % (k, v) for k, v in sorted(kv.items()) if k.startswith("NUMABIND_")))
@@ -585,7 +564,7 @@ def parse_probe(lines):
             continue
         m = re.match(r"^thread=(\d+) cpus=(\S*) policy=(.*)$", ln)
         if m:
-            threads.append((m.group(1), parse_list(m.group(2)), m.group(3)))
+            threads.append((m.group(1), ids(m.group(2)), m.group(3)))
             continue
         if ln.startswith("buffer_pages_by_node="):
             v = ln.split("=", 1)[1]
@@ -740,7 +719,7 @@ def main(argv):
         f = ev.split()
         R.check(f[0] == "CPUSET", "%s: cpuset directive ran: %s" % (shape, ev))
         if f[0] == "CPUSET" and f[1] == "-":
-            R.check(len(f) == 5 and parse_list(f[3]) == K.cpus and parse_list(f[4]) == set(K.nodes),
+            R.check(len(f) == 5 and ids(f[3]) == K.cpus and ids(f[4]) == set(K.nodes),
                     "%s: back in the root cgroup: cpus %s mems %s" % (shape, fmt(K.cpus), fmt(K.nodes)), ev)
     for case in cases:
         check_case(R, K, shape, case, plans, runs, cpusets.get(case["id"]))

@@ -14,31 +14,19 @@ which fake GPU files open(2) lets it open, get_mempolicy and where its touched p
 The GPU files are in PCI order: file K is the K-th display-class device by PCI address.
 Exit 0 when every check passed, 1 otherwise.
 """
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
 
-
-def ids(text):
-    out = set()
-    for part in (text or "").split(","):
-        part = part.strip()
-        if not part or part == "-":
-            continue
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import cpulist  # noqa: E402  the one CPU-list parser and formatter (tests/lib/cpulist.py)
+from cpulist import ids  # noqa: E402
 
 
 def fmt(cpus):
-    v, out, i = sorted(cpus), [], 0
-    while i < len(v):
-        j = i
-        while j + 1 < len(v) and v[j + 1] == v[j] + 1:
-            j += 1
-        out.append(str(v[i]) if i == j else "%d-%d" % (v[i], v[j]))
-        i = j + 1
-    return ",".join(out) or "(none)"
+    """A CPU set in messages: the kernel's form ("0-2,4"), "(none)" when empty."""
+    return cpulist.fmt(cpus) or "(none)"
 
 
 def hwloc_set(text):
