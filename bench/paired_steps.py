@@ -3,7 +3,7 @@
 
   paired_steps.py DIR OUT N basic        -n2: no plugin / no-op plugin / loaded / exclusive XML / exclusive live /
                                          exclusive XML with --gpus-per-task=1 (the tasks plan by the exchange)
-  paired_steps.py DIR OUT N many C...    -nC (oversubscribed): no plugin / no-op plugin / node with XML + device files
+  paired_steps.py DIR OUT N many C...    -nC (oversubscribed): no plugin / no-op plugin / node with XML
 
 Each iteration runs every row back to back (order rotated), so slow drift from other load
 cancels in the per-iteration differences. DIR holds plugstack.{off,noop,xml,live}; OUT gets JSON.
@@ -36,7 +36,7 @@ def main():
         result = time_rows(d, ["srun", "-n2", "--gpus-per-node=2"], rows, n)
     else:
         rows = [("no plugin", "off", []), ("no-op SPANK plugin", "noop", []),
-                ("node, XML + device files", "xml", ["--numa-binding=node"])]
+                ("node, topology=XML", "xml", ["--numa-binding=node"])]
         result = {c: time_rows(d, ["srun", "-n" + c, "-O", "--gpus-per-node=2"], rows, n) for c in sys.argv[5:]}
     json.dump(result, open(out, "w"))
 

@@ -21,6 +21,7 @@ struct StepPlan {
     std::vector<Published> expected;  // by local rank: the GPUs each task should find
     std::vector<TaskPlan> tasks;      // by local rank; empty when the step has no GPU here
     std::vector<std::string> warnings;  // the plan's, said once per step
+    double planning_us = 0;             // slurmstepd's time on it, for the detailed verbose line
 };
 
 }  // namespace numabind::spank

@@ -2,6 +2,8 @@
 // cgroups and before the tasks fork (SPANK user_init): the step's cpuset read once, the GPUs
 // each task will find and every task's entry. A task that finds what was expected of it
 // takes its entry without waiting for the others (stepd.cpp).
+#include <chrono>
+
 #include "context.hpp"
 #include "gpus_held.hpp"
 #include "numabind/error.hpp"
@@ -44,6 +46,7 @@ int stepd_plan_step(spank_t sp) {
     State& st = state();
     st.step_plan = StepPlan{};
     if (!st.active || st.accelerators.empty()) return 0;
+    const auto start = std::chrono::steady_clock::now();
     StepPlan plan;
     try {
         read_step_allowed(st, plan);
@@ -58,6 +61,7 @@ int stepd_plan_step(spank_t sp) {
         return 0;
     }
     plan.ready = true;
+    plan.planning_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     st.step_plan = std::move(plan);
     return 0;
 }

@@ -338,8 +338,9 @@ std::string verbose_line(const State& st, const TaskFacts& f, const Exchange& ex
                 planned.from + "; took " +
                 us_between(f.start, end) + " us (gpus and cpuset " + us_between(f.start, f.read) + ", wait " +
                 us_between(f.read, ex.at) + ", plan " + us_between(ex.at, planned.at) + ", bind " +
-                us_between(planned.at, end) + "; step setup " + std::to_string(static_cast<long>(st.prepare_us)) +
-                " us)";
+                us_between(planned.at, end) + "; step plan " +
+                std::to_string(static_cast<long>(st.step_plan.planning_us)) + " us; step setup " +
+                std::to_string(static_cast<long>(st.prepare_us)) + " us)";
     }
     return line;
 }

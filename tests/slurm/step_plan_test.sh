@@ -28,7 +28,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 [ "$(hwloc-calc -N pu all)" -ge 2 ] || skip "needs at least 2 CPUs"
-install_plugin "$D"; cp "$HERE/report.sh" "$D/report.sh"; chmod 0755 "$D/report.sh"
+install_plugin "$D"
 for h in VISIBLE NARROW; do
   cc -shared -fPIC -O1 -DHELPER_$h -o "$D/helper_$h.so" "$HERE/helper_plugin.c" || { echo "cannot build helper plugin"; exit 1; }
 done
@@ -39,17 +39,19 @@ chmod 0644 "$D/two.xml" "$D/one.xml"
 NBPROBE_HOMES="$(hwloc-calc --input "$D/two.xml" --po -I pu pci=0000:17:00.0)|$(hwloc-calc --input "$D/two.xml" --po -I pu pci=0000:27:00.0)"
 export NBPROBE_HOMES
 
-# One step as user nbtest: the probe's lines in $D/out (by rank), stderr in $D/err, rc in RC.
-step() {
+# probe_step's step, run as the user nbtest (slurmstepd plans the step with the user's ids):
+# the probe's lines in $D/out by rank, stderr in $D/err, RC.
+user_step() {
   su nbtest -s /bin/bash -c ". '$CD/env.sh'; cd /tmp; NBPROBE_DEVDIR='$CD/dev' NBPROBE_HOMES='$NBPROBE_HOMES' \
     timeout 60 srun $* '$D/report.sh'" >"$D/out.raw" 2>"$D/err"
   RC=$?
   grep '^R ' "$D/out.raw" | sort -t= -k2,2n >"$D/out"
 }
-plugstack() {
-  { [ -z "${1:-}" ] || echo "required $D/helper_VISIBLE.so $1"
-    echo "required $D/spank_numabind.so topology=$D/two.xml mem=none device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/nvidia1"
-  } >"$CD/plugstack.conf"
+# numabind on two.xml with both fake GPUs' files, after "nbvisible ARGS" when given.
+two_gpu_plugstack() {
+  local numabind="required $D/spank_numabind.so topology=$D/two.xml mem=none device_files=$CD/dev/%n/nvidia0,$CD/dev/%n/nvidia1"
+  if [ -n "${1:-}" ]; then plugstack_lines "$CD/plugstack.conf" "required $D/helper_VISIBLE.so $1" "$numabind"
+  else plugstack_lines "$CD/plugstack.conf" "$numabind"; fi
 }
 planned() { grep -c "planned $1;" "$D/err"; }
 HOME0=${NBPROBE_HOMES%|*}; HOME1=${NBPROBE_HOMES#*|}
@@ -66,25 +68,25 @@ user_homes() {
 
 setup() {
   local name=$1
-  plugstack
+  two_gpu_plugstack
   local mode
   for mode in exclusive node; do
-    step -n2 --gpus=2 --numa-binding=$mode,verbose=2
+    user_step -n2 --gpus=2 --numa-binding=$mode,verbose=2
     check_eq "$name, $mode, the step's list shared: both tasks take their entry of the step's plan, each on its GPU's CPUs" \
       "0 2 $(owner_homes)" "$RC $(planned "the step's plan") $(placed)"
   done
-  step -n2 --gpus-per-task=1 --numa-binding=exclusive,verbose=2
+  user_step -n2 --gpus-per-task=1 --numa-binding=exclusive,verbose=2
   check_eq "$name, --gpus-per-task=1 (Slurm binds each task a GPU): both plan by the exchange, on their GPU's CPUs" \
     "0 2 $(user_homes)" "$RC $(planned "the exchange") $(placed)"
   check_eq "$name, --gpus-per-task=1: the tasks use different GPUs" "0,1" "$(report_values "$D/out" uses | sort | paste -sd,)"
-  plugstack "rank=0 visible=1"
-  step -n2 --gpus=2 --numa-binding=exclusive,verbose=2
+  two_gpu_plugstack "rank=0 visible=1"
+  user_step -n2 --gpus=2 --numa-binding=exclusive,verbose=2
   check_eq "$name, task 0 finds GPU 1 alone (another plugin set its CUDA_VISIBLE_DEVICES): task 1 takes the step's plan, task 0 plans beside it and says so" \
     "0 1 1 1" "$RC $(planned "the step's plan") $(planned "beside the step's plan") $(grep -c 'task 0 (local 0): this task found other GPUs than' "$D/err")"
   check_eq "$name, task 0 beside the step's plan: on GPU 1, on the CPUs task 1 (GPU 1 by the step's plan) does not use" \
     "0:1:$HOME0 1:1:$HOME1 " "$(placed)"
-  plugstack
-  step -n2 --numa-binding=exclusive
+  two_gpu_plugstack
+  user_step -n2 --numa-binding=exclusive
   check_eq "$name, no GPU in the step: said once, both tasks unbound" "0 1 none,none" \
     "$RC $(grep -c 'no GPU allocated to this step' "$D/err") $(report_values "$D/out" mode | paste -sd,)"
 }
@@ -100,10 +102,9 @@ setup "task/cgroup, ConstrainDevices=yes"
 # Another plugin moves task 0 into a narrower cpuset after slurmstepd planned the step (one
 # NUMA node with both CPUs and the GPU: the task's entry is both CPUs).
 if [ -d /sys/fs/cgroup/cpuset ]; then
-  { echo "required $D/helper_NARROW.so rank=0 cpus=1"
-    echo "required $D/spank_numabind.so topology=$D/one.xml mem=none device_files=$CD/dev/%n/nvidia0"
-  } >"$CD/plugstack.conf"
-  step -n1 -c2 --gpus=1 --numa-binding=node,verbose=2
+  plugstack_lines "$CD/plugstack.conf" "required $D/helper_NARROW.so rank=0 cpus=1" \
+    "required $D/spank_numabind.so topology=$D/one.xml mem=none device_files=$CD/dev/%n/nvidia0"
+  user_step -n1 -c2 --gpus=1 --numa-binding=node,verbose=2
   check_eq "a task whose cpuset shrank after the step's plan: bound to the part of its entry it allows, and says so" \
     "0 node 1 1 1" "$RC $(report_values "$D/out" mode) $(report_values "$D/out" cpus) $(planned "the step's plan") $(grep -c "this task's cpuset differs from the step's" "$D/err")"
 else
