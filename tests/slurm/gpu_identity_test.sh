@@ -20,15 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/slurm/plugin_test_env.sh
 . "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun hwloc-calc cc
 
-D=$(mktemp -d /tmp/nbident.XXXXXX); chmod 0755 "$D"
-cleanup() {
-  local rc=$?
-  cluster_stop "$D"/c*
-  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then echo "directory kept: $D"; else rm -rf "$D"; fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+test_workdir nbident
 
 NB=${2:-$ROOT/build/numabind}
 [ -x "$NB" ] || { echo "numabind CLI $NB not found"; exit 1; }

@@ -95,8 +95,20 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
     if (f) { if (!fgets(mems, sizeof mems, f)) mems[0] = 0; fclose(f); }
     mkdir(dir, 0755);
     snprintf(pid, sizeof pid, "%d", (int)getpid());
-    if (put(dir, "cpuset.mems", mems) || put(dir, "cpuset.cpus", cpus) || put(dir, "tasks", pid))
+    if (put(dir, "cpuset.mems", mems) || put(dir, "cpuset.cpus", cpus) || put(dir, "tasks", pid)) {
         slurm_error("nbnarrow: cannot move task %d into %s", me, dir);
+        return 0;
+    }
+    /* slurmstepd may attach the task to the step's cgroup once more after this hook began:
+     * move it again until it has stayed moved for 0.5 s (3 s at most). */
+    for (int stable = 0, tries = 0; stable < 25 && tries < 150; tries++) {
+        char now[512] = "";
+        usleep(20000);
+        FILE *f2 = fopen("/proc/self/cpuset", "r");
+        if (f2) { if (!fgets(now, sizeof now, f2)) now[0] = 0; fclose(f2); }
+        if (strstr(now, "/nbnarrow")) stable++;
+        else if (put(dir, "tasks", pid) == 0) stable = 0;
+    }
     return 0;
 }
 int slurm_spank_task_exit(spank_t sp, int ac, char **av) {  /* slurmstepd, still in the step's cpuset */

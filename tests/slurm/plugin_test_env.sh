@@ -3,7 +3,8 @@
 # tree), CL (cluster.sh), GEN (gen_topology.py), SO_SRC (the plugin: $1 or the build's), and
 # checks what every such test needs: root, the listed tools, the plugin file and the step
 # engine beside it (numabind_stepd.so). install_plugin DIR copies both into DIR, with the task
-# probe (report.sh) and the CPU-list helper it imports (tests/lib/cpulist.py).
+# probe (report.sh) and the CPU-list helper it imports (tests/lib/cpulist.py); test_workdir
+# NAME makes the test's directory D and cleans it up at exit (below).
 # Sources tests/lib/cluster.sh (and with it tests/lib/checks.sh).
 #   . "$(dirname "$0")/../slurm/plugin_test_env.sh" "${1:-}" TOOL...
 # Exit 77 (skipped) without root or a tool, 1 without the plugin.
@@ -27,3 +28,16 @@ install_plugin() {
     chmod 0755 "$1/spank_numabind.so" "$1/numabind_stepd.so" "$1/report.sh" && chmod 0644 "$1/cpulist.py"
 }
 [ -x "$CL" ] && [ -f "$GEN" ] || { echo "$CL or $GEN missing"; exit 1; }
+# test_workdir NAME: D=/tmp/NAME.XXXXXX (0755, for the job user); at exit every cluster under
+# D/c* is stopped and D removed, unless a check failed or NBSPANK_KEEP=1 ("directory kept: D").
+test_workdir() {
+  D=$(mktemp -d "/tmp/$1.XXXXXX") && chmod 0755 "$D" || exit 1
+  trap _nb_workdir_cleanup EXIT
+  trap 'exit 130' INT TERM
+}
+_nb_workdir_cleanup() {
+  local rc=$?
+  cluster_stop "$D"/c*
+  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then echo "directory kept: $D"; else rm -rf "$D"; fi
+  exit $rc
+}

@@ -17,15 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/slurm/plugin_test_env.sh
 . "$HERE/../slurm/plugin_test_env.sh" "${1:-}" srun hwloc-calc cc
 
-D=$(mktemp -d /tmp/nbstepplan.XXXXXX); chmod 0755 "$D"
-cleanup() {
-  local rc=$?
-  cluster_stop "$D"/c*
-  if [ "${NBSPANK_KEEP:-0}" = 1 ] || [ "$failures" -ne 0 ]; then echo "directory kept: $D"; else rm -rf "$D"; fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+test_workdir nbstepplan
 
 [ "$(hwloc-calc -N pu all)" -ge 2 ] || skip "needs at least 2 CPUs"
 install_plugin "$D"
