@@ -1,6 +1,7 @@
 #include "gpus_held.hpp"
 
 #include "shared/step_scope.hpp"
+#include "sys/binding.hpp"
 #include "sys/device_files.hpp"
 #include "sys/nvml.hpp"
 
@@ -37,6 +38,12 @@ TaskGpus gpus_held(spank_t sp, const State& st) {
     TaskGpus t = resolve_task_gpus(st.accelerators, facts, env, lazy);
     t.opened = facts.held;
     return t;
+}
+
+AllowedSets cpus_allowed(const State& st, std::string& note) {
+    AllowedSets kernel = kernel_allowed();
+    if (!st.allocated.empty()) kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), note);
+    return allowed_in(st.model, kernel, st.model_source);
 }
 
 Published published_of(const TaskGpus& gpus) {

@@ -7,22 +7,11 @@
 #include "context.hpp"
 #include "gpus_held.hpp"
 #include "numabind/error.hpp"
-#include "sys/binding.hpp"
 #include "task_plan.hpp"
 
 namespace numabind::spank {
 
 namespace {
-
-// The step's CPUs and memory nodes: its cpuset (this process's, as the tasks' will be)
-// within Slurm's allocation.
-void read_step_allowed(const State& st, StepPlan& plan) {
-    AllowedSets kernel = kernel_allowed();
-    if (!st.allocated.empty())
-        kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), plan.allowed_note);
-    plan.allowed = allowed_in(st.model, kernel, st.model_source);
-    plan.allowed_known = true;
-}
 
 // What each local task will find: what this process finds, as Slurm gives the step's GPUs
 // to the step. Slurm's per-task GPU binding (--gpus-per-task, --gpu-bind) reaches only the
@@ -49,7 +38,8 @@ int stepd_plan_step(spank_t sp) {
     const auto start = std::chrono::steady_clock::now();
     StepPlan plan;
     try {
-        read_step_allowed(st, plan);
+        plan.allowed = cpus_allowed(st, plan.allowed_note);  // this process's cpuset, as the tasks' will be
+        plan.allowed_known = true;
     } catch (const std::exception&) {
         return 0;
     }

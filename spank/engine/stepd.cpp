@@ -130,11 +130,7 @@ struct TaskFacts {
 
 // The step's cpuset within Slurm's allocation, as this task sees it.
 void read_own_allowed(const State& st, TaskFacts& f) {
-    f.allowed_error = failure_of([&] {
-        AllowedSets kernel = kernel_allowed();
-        if (!st.allocated.empty()) kernel = within_allocation(kernel, st.allocated, st.model.all_pus(), f.allowed_note);
-        f.allowed = allowed_in(st.model, kernel, st.model_source);
-    });
+    f.allowed_error = failure_of([&] { f.allowed = cpus_allowed(st, f.allowed_note); });
 }
 
 TaskFacts read_task_facts(spank_t sp, const State& st) {
@@ -226,14 +222,15 @@ TaskPlan plan_beside_step(State& st, const TaskFacts& f, const Exchange& ex, Pla
     }
     say_once(st, warnings);
     out.from = "beside the step's plan";
-    out.notes.push_back("this task found other GPUs than slurmstepd expected (" + join_ints(f.published.devices, ",", "none") +
-                        "); planned beside the tasks that took the step's plan, on the CPUs they do not use");
-    if (mine) return *mine;
+    const std::string found =
+        "this task found other GPUs than slurmstepd expected (" + join_ints(f.published.devices, ",", "none") + ")";
+    if (mine) {
+        out.notes.push_back(found + "; planned beside the tasks that took the step's plan, on the CPUs they do not use");
+        return *mine;
+    }
     const TaskPlan* step_entry = entry_of(st.step_plan.tasks, f.id.rank);
     if (!step_entry) throw Error("internal error: no plan for local task " + std::to_string(f.id.rank));
-    out.notes.back() = "this task found other GPUs than slurmstepd expected (" +
-                       join_ints(f.published.devices, ",", "none") +
-                       ") and no CPU is left beside the tasks that took the step's plan; bound as the step planned it";
+    out.notes.push_back(found + " and no CPU is left beside the tasks that took the step's plan; bound as the step planned it");
     return *step_entry;
 }
 
