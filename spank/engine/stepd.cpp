@@ -442,14 +442,14 @@ int stepd_task_init(spank_t sp) {
     return st.site.fallback == Fallback::Fail ? -1 : 0;
 }
 
+// slurmstepd ends with its step: the model and lists are left to the process's end (freeing
+// them would write to every page they span, each a copy-on-write fault after the fork);
+// the next prepare resets them where a process runs more than one step (tests).
 void stepd_exit() {
     State& st = state();
     st.active = false;
     st.share.destroy();
     st.said.destroy();
-    st.accelerators.clear();
-    st.device_files.clear();
-    st.model = Topology{};
 }
 
 }  // namespace numabind::spank

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <sstream>
 
 #include "core/text.hpp"
 #include "numabind/error.hpp"
@@ -54,10 +53,18 @@ std::vector<std::pair<std::string, std::string>> settings_of(const std::string& 
 }  // namespace
 
 std::vector<std::string> words_of(const std::string& line) {
-    std::istringstream in(line.substr(0, line.find('#')));
+    const std::string_view text = std::string_view(line).substr(0, line.find('#'));
     std::vector<std::string> out;
-    std::string w;
-    while (in >> w) out.push_back(w);
+    size_t pos = 0;
+    while (pos < text.size()) {
+        if (std::isspace(static_cast<unsigned char>(text[pos]))) {
+            ++pos;
+            continue;
+        }
+        const size_t start = pos;
+        while (pos < text.size() && !std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+        out.emplace_back(text.substr(start, pos - start));
+    }
     return out;
 }
 
@@ -96,9 +103,10 @@ std::vector<std::string> expand_brackets(const std::string& pattern) {
         const size_t close = pattern.find(']', open);
         if (close == std::string::npos) throw UsageError("unbalanced '[' in '" + pattern + "'");
         std::vector<std::string> next;
-        std::istringstream items(pattern.substr(open + 1, close - open - 1));
-        std::string item;
-        while (std::getline(items, item, ',')) {
+        std::vector<std::string_view> items = split(std::string_view(pattern).substr(open + 1, close - open - 1), ',');
+        if (items.back().empty()) items.pop_back();  // "1," is "1"; "1,,2" still fails
+        for (const std::string_view piece : items) {
+            const std::string item(piece);
             const size_t dash = item.find('-');
             const std::string a = item.substr(0, dash);
             const std::string b = dash == std::string::npos ? a : item.substr(dash + 1);

@@ -36,7 +36,9 @@ std::optional<std::string> read_regular_file(const std::string& path, size_t lim
         return std::nullopt;
     }
     std::string text;
-    char buf[65536];
+    // One page: a larger stack frame is probed page by page (-fstack-clash-protection), and
+    // each new page is a fault in a freshly forked slurmstepd task.
+    char buf[4096];
     for (;;) {
         const ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;

@@ -95,7 +95,7 @@ bool read_proc_file(const std::string& path, std::string& out, size_t max_bytes,
     if (cut) *cut = false;
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO in its place never blocks
     if (fd < 0) return false;
-    char buf[65536];
+    char buf[4096];  // not more: see read_regular_file (config_file.cpp)
     while (true) {
         if (out.size() >= max_bytes) {
             if (cut) *cut = true;
