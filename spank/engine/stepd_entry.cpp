@@ -4,6 +4,7 @@
 #include <exception>
 #include <string>
 
+#include "code_pages.hpp"
 #include "context.hpp"
 #include "numabind/error.hpp"
 #include "shared/stepd_api.h"
@@ -18,6 +19,7 @@ State& state() {
 namespace {
 
 int prepare(spank_t sp, const void* step) noexcept {
+    map_own_code();
     try {
         State& st = state();
         const auto* handed = static_cast<const EngineStep*>(step);  // the front's, same build
@@ -43,7 +45,10 @@ int plan_step(spank_t sp) noexcept {
     return 0;
 }
 
-int task_init(spank_t sp) noexcept { return stepd_task_init(sp); }  // catches everything itself
+int task_init(spank_t sp) noexcept {
+    map_own_code();  // not inherited from slurmstepd (code_pages.cpp)
+    return stepd_task_init(sp);  // catches everything itself
+}
 
 void exit_step() noexcept {
     try {

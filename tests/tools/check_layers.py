@@ -27,7 +27,7 @@ RULES = {
                       'fall_back'), r'(hwloc|numa|numaif)\.?h?$'),
     'spank/front': (('numabind/error', 'policy/', 'shared/', 'front', 'engine_loader'), r'(hwloc|numa|numaif)\.?h?$'),
     'spank/engine': (('numabind/', 'core/', 'sys/', 'hwloc/', 'api/', 'policy/', 'shared/', 'context', 'devices',
-                      'node_share', 'slurm_facts', 'task_plan', 'step_plan', 'gpus_held'), r'hwloc\.h$'),
+                      'node_share', 'slurm_facts', 'task_plan', 'step_plan', 'gpus_held', 'code_pages'), r'hwloc\.h$'),
 }
 
 
