@@ -20,20 +20,27 @@
 
 namespace numabind::spank {
 
-void map_own_code() noexcept {
+CodeRange own_code() noexcept {
+    CodeRange code;
     Dl_info info{};
-    if (dladdr(reinterpret_cast<const void*>(&map_own_code), &info) == 0 || !info.dli_fbase) return;
+    if (dladdr(reinterpret_cast<const void*>(&own_code), &info) == 0 || !info.dli_fbase) return code;
     const auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
     const auto* ehdr = reinterpret_cast<const ElfW(Ehdr)*>(base);
-    if (ehdr->e_ident[EI_MAG0] != ELFMAG0 || ehdr->e_ident[EI_MAG1] != ELFMAG1) return;
+    if (ehdr->e_ident[EI_MAG0] != ELFMAG0 || ehdr->e_ident[EI_MAG1] != ELFMAG1) return code;
     const auto* phdr = reinterpret_cast<const ElfW(Phdr)*>(base + ehdr->e_phoff);
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     for (int i = 0; i < ehdr->e_phnum; ++i) {
         if (phdr[i].p_type != PT_LOAD || !(phdr[i].p_flags & PF_X)) continue;
-        const uintptr_t start = (base + phdr[i].p_vaddr) & ~(page - 1);
-        const uintptr_t end = (base + phdr[i].p_vaddr + phdr[i].p_memsz + page - 1) & ~(page - 1);
-        (void)madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ);
+        code.start = (base + phdr[i].p_vaddr) & ~(page - 1);
+        code.end = (base + phdr[i].p_vaddr + phdr[i].p_memsz + page - 1) & ~(page - 1);
+        break;  // one executable segment (ld's default layout)
     }
+    return code;
+}
+
+void map_code(const CodeRange& code) noexcept {
+    if (code.end > code.start)
+        (void)madvise(reinterpret_cast<void*>(code.start), code.end - code.start, MADV_POPULATE_READ);
 }
 
 }  // namespace numabind::spank

@@ -2,10 +2,19 @@
 // task) instead of one page fault per 64 KB of it that the hooks reach.
 #pragma once
 
+#include <cstdint>
+
 namespace numabind::spank {
 
-// Maps the executable segment of the module this function is linked into (the engine).
+// The executable segment of the module this function is linked into (the engine), page
+// aligned; empty where it cannot be found.
+struct CodeRange {
+    uintptr_t start = 0;
+    uintptr_t end = 0;
+};
+CodeRange own_code() noexcept;
+
 // Best effort: nothing happens on a kernel without MADV_POPULATE_READ (before 5.14).
-void map_own_code() noexcept;
+void map_code(const CodeRange& code) noexcept;
 
 }  // namespace numabind::spank

@@ -12,6 +12,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "code_pages.hpp"
 #include "node_share.hpp"
 #include "numabind/accelerators.hpp"
 #include "numabind/topology.hpp"
@@ -51,6 +52,7 @@ struct State {
     NodeShare share;                        // created before the tasks fork
     StepPlan step_plan;                     // made in slurmstepd as the user, before the fork
     SaidOnce said;                          // step-level messages, each once (likewise)
+    CodeRange code;                         // the engine's code, mapped again in each task
 };
 
 State& state();

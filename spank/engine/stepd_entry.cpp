@@ -19,9 +19,10 @@ State& state() {
 namespace {
 
 int prepare(spank_t sp, const void* step) noexcept {
-    map_own_code();
     try {
         State& st = state();
+        st.code = own_code();
+        map_code(st.code);
         const auto* handed = static_cast<const EngineStep*>(step);  // the front's, same build
         st.site = handed->site;
         st.decision = handed->decision;
@@ -46,7 +47,7 @@ int plan_step(spank_t sp) noexcept {
 }
 
 int task_init(spank_t sp) noexcept {
-    map_own_code();  // not inherited from slurmstepd (code_pages.cpp)
+    map_code(state().code);  // not inherited from slurmstepd (code_pages.cpp)
     return stepd_task_init(sp);  // catches everything itself
 }
 

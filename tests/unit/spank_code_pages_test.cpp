@@ -1,4 +1,4 @@
-// map_own_code (spank/engine/code_pages.cpp): after it, every page of the executable mapping
+// map_code(own_code()) (spank/engine/code_pages.cpp): after it, every page of the executable mapping
 // that holds it is mapped in this process, as the kernel counts it (/proc/self/smaps Rss).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -62,11 +62,11 @@ bool kernel_populates() {
 
 TEST(CodePages, TheWholeExecutableMappingIsMappedAfterIt) {
     if (!kernel_populates()) GTEST_SKIP() << "this kernel has no MADV_POPULATE_READ (Linux < 5.14)";
-    const auto addr = reinterpret_cast<uintptr_t>(&numabind::spank::map_own_code);
+    const auto addr = reinterpret_cast<uintptr_t>(&numabind::spank::own_code);
     const Mapping before = mapping_of(addr);
     ASSERT_TRUE(before.found);
     ASSERT_GT(before.size_kb, 0);
-    numabind::spank::map_own_code();
+    numabind::spank::map_code(numabind::spank::own_code());
     const Mapping after = mapping_of(addr);
     EXPECT_EQ(after.rss_kb, after.size_kb) << "before: " << before.rss_kb << " of " << before.size_kb << " kB";
 }
