@@ -30,11 +30,13 @@
 # node (overcommitted: -O), MANY_PAIRED (default 100) interleaved iterations of `srun -n N -O
 # --gpus-per-node=2 true` without a plugin, with the no-op plugin and with --numa-binding=node: the cost of the
 # per-node exchange when task_init hooks share 2 CPUs (OUT_DIR/step_many.json).
+# Where perf is installed, FAULT_STEPS (default 30) steps per row under `perf stat -a -e
+# minor-faults` give the page faults each row adds per step (OUT_DIR/step_faults.txt).
 # SLURMD_ENV="VAR=VALUE ..." starts slurmd (and so every slurmstepd) with these variables, e.g.
 # the site tuning HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
 # (docs/PERFORMANCE.md). KEEP=1 keeps the cluster directory.
 set -euo pipefail
-[ $# -eq 2 ] || { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 PLUGIN=$(readlink -f "$1"); OUT=$2
 STEPS=${STEPS:-100}; ROUNDS=${ROUNDS:-3}; PAIRED=${PAIRED:-300}
 HERE=$(cd "$(dirname "$0")" && pwd -P); ROOT=$(dirname "$HERE")
@@ -96,6 +98,18 @@ EOF
 cat >>"$D/inner.sh" <<EOF
 python3 "$HERE/paired_steps.py" "$D" "$OUT/step_many.json" ${MANY_PAIRED:-100} many ${MANY_TASKS:-8 64}
 EOF
+# Page faults per step, system-wide (perf, where installed): the part of the cost that does
+# not depend on how dear a fault is on this machine (OUT_DIR/step_faults.txt).
+if command -v perf >/dev/null && perf stat -a -e minor-faults true >/dev/null 2>&1; then
+  cat >>"$D/inner.sh" <<EOF
+for row in "off:" "noop:" "xml:" "xml:--numa-binding=exclusive"; do
+  cp "$D/plugstack.\${row%%:*}" "$D/plugstack.conf"
+  opt=\${row#*:}
+  f=\$(perf stat -a -e minor-faults -x, -- bash -c "for i in \$(seq ${FAULT_STEPS:-30}); do $S \$opt true; done" 2>&1 >/dev/null | awk -F, '/minor-faults/ {print \$1}')
+  echo "\${row%%:*} \${opt:-(not-asked)} \$((f / ${FAULT_STEPS:-30}))"
+done >"$OUT/step_faults.txt"
+EOF
+fi
 salloc -n2 --gpus-per-node=2 bash "$D/inner.sh"
 
 python3 - "$OUT" "$ROUNDS" <<'PY' | tee "$OUT/step_overhead.txt"
@@ -133,6 +147,17 @@ try:
     many = json.load(open(f"{out}/step_many.json"))
 except OSError:
     many = {}
+try:
+    faults = {(r.split()[0], r.split()[1]): int(r.split()[2]) for r in open(f"{out}/step_faults.txt") if r.strip()}
+except OSError:
+    faults = {}
+if faults:
+    none = faults[("off", "(not-asked)")]
+    names = {("noop", "(not-asked)"): "no-op SPANK plugin", ("xml", "(not-asked)"): "plugin loaded, not asked",
+             ("xml", "--numa-binding=exclusive"): "exclusive, topology=XML"}
+    print(f"\npage faults per step, system-wide (perf stat): no plugin {none}")
+    for k, name in names.items():
+        print(f"{name:32} {faults[k] - none:+9d}")
 for c, rows in many.items():
     none = rows["no plugin"]
     print(f"\n{c} tasks per node (-O), interleaved, paired ({len(none)} iterations): median step ms, median difference, 95% interval")
