@@ -31,7 +31,8 @@
 # --gpus-per-node=2 true` without a plugin, with the no-op plugin and with --numa-binding=node: the cost of the
 # per-node exchange when task_init hooks share 2 CPUs (OUT_DIR/step_many.json).
 # Where perf is installed, FAULT_STEPS (default 30) steps per row under `perf stat -a -e
-# minor-faults` give the page faults each row adds per step (OUT_DIR/step_faults.txt).
+# minor-faults` give the page faults each row adds per step (OUT_DIR/step_faults.txt), and
+# bench/fault_cost.c what one costs on this machine (OUT_DIR/fault_cost.txt).
 # SLURMD_ENV="VAR=VALUE ..." starts slurmd (and so every slurmstepd) with these variables, e.g.
 # the site tuning HWLOC_PLUGINS_BLACKLIST=hwloc_gl,hwloc_opencl,hwloc_xml_libxml
 # (docs/PERFORMANCE.md). KEEP=1 keeps the cluster directory.
@@ -57,6 +58,8 @@ trap cleanup EXIT
 cp "$PLUGIN" "$D/spank_numabind.so"
 cp "$(dirname "$PLUGIN")/numabind_stepd.so" "$D/numabind_stepd.so"
 cc -shared -fPIC -O2 -o "$D/spank_noop.so" "$HERE/noop_spank.c"  # the floor of any SPANK plugin
+cc -O2 -o "$D/fault_cost" "$HERE/fault_cost.c"  # what a page fault costs here
+"$D/fault_cost" "$(ldd /bin/true | awk '/libc\.so/ {print $3}')" >"$OUT/fault_cost.txt" || : >"$OUT/fault_cost.txt"
 echo "required $D/spank_noop.so" >"$D/plugstack.noop"
 python3 "$ROOT/tests/tools/gen_topology.py" -o "$D/topo.xml" --gpu package:0 --gpu package:0 >/dev/null
 : >"$D/plugstack.off"
@@ -105,8 +108,8 @@ if command -v perf >/dev/null && perf stat -a -e minor-faults true >/dev/null 2>
 for row in "off:" "noop:" "xml:" "xml:--numa-binding=exclusive"; do
   cp "$D/plugstack.\${row%%:*}" "$D/plugstack.conf"
   opt=\${row#*:}
-  f=\$(perf stat -a -e minor-faults -x, -- bash -c "for i in \$(seq ${FAULT_STEPS:-30}); do $S \$opt true; done" 2>&1 >/dev/null | awk -F, '/minor-faults/ {print \$1}')
-  echo "\${row%%:*} \${opt:-(not-asked)} \$((f / ${FAULT_STEPS:-30}))"
+  f=\$(perf stat -a -e minor-faults -x, -- bash -c "for i in \$(seq -s ' ' ${FAULT_STEPS:-30}); do $S \$opt true; done" 2>&1 >/dev/null | awk -F, '/minor-faults/ {print \$1}') || f=
+  if [ -n "\$f" ]; then echo "\${row%%:*} \${opt:-(not-asked)} \$((f / ${FAULT_STEPS:-30}))"; fi
 done >"$OUT/step_faults.txt"
 EOF
 fi
@@ -151,6 +154,9 @@ try:
     faults = {(r.split()[0], r.split()[1]): int(r.split()[2]) for r in open(f"{out}/step_faults.txt") if r.strip()}
 except OSError:
     faults = {}
+cost = open(f"{out}/fault_cost.txt").read().strip()
+if cost:
+    print(f"\n{cost}")
 if faults:
     none = faults[("off", "(not-asked)")]
     names = {("noop", "(not-asked)"): "no-op SPANK plugin", ("xml", "(not-asked)"): "plugin loaded, not asked",

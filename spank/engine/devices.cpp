@@ -173,21 +173,29 @@ NodeDevices combine_node_devices(int accelerator_count, const std::vector<Publis
         return out;
     }
     std::vector<bool> held(static_cast<size_t>(accelerator_count), false);
+    std::vector<bool> in_step(static_cast<size_t>(accelerator_count), false);  // a step list published
+    bool step_known = false;
     out.per_task.resize(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) {
         const Published& p = tasks[static_cast<size_t>(r)];
-        if (!has_list(p) || !p.per_task) {
+        const bool own = has_list(p) && p.per_task;
+        for (int d : has_list(p) ? p.devices : std::vector<int>{})
+            if (d >= 0 && d < accelerator_count) (own ? held : in_step)[static_cast<size_t>(d)] = true;
+        step_known = step_known || (has_list(p) && !p.per_task);
+        if (!own) {
             out.stand_ins.push_back(r);
             continue;
         }
         out.per_task[static_cast<size_t>(r)] = p.devices;
-        for (int d : p.devices)
-            if (d >= 0 && d < accelerator_count) held[static_cast<size_t>(d)] = true;
     }
+    // Stand-ins stay within the step's GPUs where a task published them: never a GPU of
+    // another job.
+    auto candidate = [&](int d) { return !step_known || in_step[static_cast<size_t>(d)]; };
     for (int d = 0; d < accelerator_count; ++d)
-        if (!held[static_cast<size_t>(d)]) out.shared.push_back(d);
+        if (candidate(d) && !held[static_cast<size_t>(d)]) out.shared.push_back(d);
     if (out.shared.empty())
-        for (int d = 0; d < accelerator_count; ++d) out.shared.push_back(d);
+        for (int d = 0; d < accelerator_count; ++d)
+            if (candidate(d)) out.shared.push_back(d);
     return out;
 }
 

@@ -85,7 +85,8 @@ struct NodeDevices {
 //  - otherwise each task with its own list owns it; a task without one (not published in
 //    time, holding none, or with only the step's list) is planned on the accelerators no
 //    task holds (all of them when every one is held), so that the others keep their sets
-//    disjoint from it. One task's own list is never taken for the step's.
+//    disjoint from it, and only on the step's when a task published the step's list. One
+//    task's own list is never taken for the step's.
 NodeDevices combine_node_devices(int accelerator_count, const std::vector<Published>& tasks);
 
 }  // namespace numabind::spank

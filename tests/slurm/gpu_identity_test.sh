@@ -52,6 +52,11 @@ bound() { paste -d: <(report_values "$D/out" uses) <(report_values "$D/out" devs
 want_bound() {  # the GPUs each task uses by Slurm's variables, with their home CPUs
   local u; for u in $(report_values "$D/out" uses); do echo "$u:$u:$(cut -d'|' -f$((u + 1)) <<<"$HOMES")"; done | paste -sd' '
 }
+within_uses() {  # per task, yes when its NUMABIND_DEVICES lie among the GPUs it uses
+  paste -d' ' <(report_values "$D/out" uses) <(report_values "$D/out" devs) | while read -r uses devs; do
+    python3 -c 'import sys; print("yes" if set(sys.argv[2].split(",")) <= set(sys.argv[1].split(",")) else "no: %s not in %s" % (sys.argv[2], sys.argv[1]))' "$uses" "$devs"
+  done | paste -sd' '
+}
 identity() {  # NAME: every task bound to the GPU it uses, on that GPU's CPUs; tasks use different GPUs
   check_eq "$1" "0|$(want_bound)|2" "$RC|$(bound)|$(report_values "$D/out" uses | sort -u | wc -l)"
 }
@@ -68,6 +73,10 @@ for setup in "ConstrainDevices=no:--cgroup" "ConstrainDevices=yes:--constrain-de
   check_eq "$name, no device files, map_gpu:2,0: the tasks really use GPUs 2 and 0" "2 0" "$(report_values "$D/out" uses | xargs)"
   gpu_step -n2 --gpus-per-node=4 --gpu-bind=mask_gpu:0x4,0x1 --numa-binding=node
   identity "$name, no device files, mask_gpu:0x4,0x1: each task on the node of the GPU it uses"
+  # overlapping masks: task 0 may use both of the step's GPUs, task 1 only GPU 0
+  gpu_step -n2 --gpus-per-node=2 --gpu-bind=mask_gpu:0x3,0x1 --numa-binding=node
+  check_eq "$name, no device files, 2 GPUs, mask_gpu:0x3,0x1: each task's NUMABIND_DEVICES among the GPUs it uses" \
+    "0|yes yes" "$RC|$(within_uses)"
   plugstack "$NOFILES default=node"
   gpu_step -n2 --gpus-per-node=4 --gpu-bind=map_gpu:2,0
   identity "$name, no device files, map_gpu:2,0 under default=node: each task on its GPU's node"

@@ -218,6 +218,24 @@ TEST(NodeDevicesRule, OneOnTimeListIsNotTheStepsList) {
     EXPECT_EQ(combine_node_devices(4, same).shared, std::vector<int>{0});
 }
 
+// --gpus=2 --gpu-bind=mask_gpu:0x3,0x1 on a 4-GPU node whose step holds GPUs 0 and 1: task 0
+// sees the step's list, task 1 its own GPU 0. Task 0 stands in on the step's other GPU, never
+// on GPU 2 or 3 (another job's); a late task likewise.
+TEST(NodeDevicesRule, StandInsStayWithinTheStepsList) {
+    std::vector<Published> all = {{Published::State::Devices, false, {0, 1}}, {Published::State::Devices, true, {0}}};
+    NodeDevices nd = combine_node_devices(4, all);
+    EXPECT_EQ(nd.stand_ins, std::vector<int>{0});
+    EXPECT_EQ(nd.shared, std::vector<int>{1});
+    EXPECT_EQ(nb::assign_devices(2, nd.shared, nd.per_task)[0], std::vector<int>{1});
+    all.push_back({Published::State::Late, true, {}});
+    nd = combine_node_devices(4, all);
+    EXPECT_EQ(nd.stand_ins, (std::vector<int>{0, 2}));
+    EXPECT_EQ(nd.shared, std::vector<int>{1});
+    // every GPU of the step held by a task of its own: the stand-ins share the step's, still not 2 or 3
+    all[1].devices = {0, 1};
+    EXPECT_EQ(combine_node_devices(4, all).shared, (std::vector<int>{0, 1}));
+}
+
 // No device file known, Slurm's configuration says it does not constrain devices
 // (ConstrainDevices=no or no task/cgroup): the variable is the gres index, --gpu-bind maps
 // included (map_gpu:2,0 gives task 0 CUDA_VISIBLE_DEVICES=2).
