@@ -179,8 +179,9 @@ NodeDevices combine_node_devices(int accelerator_count, const std::vector<Publis
     for (int r = 0; r < n; ++r) {
         const Published& p = tasks[static_cast<size_t>(r)];
         const bool own = has_list(p) && p.per_task;
-        for (int d : has_list(p) ? p.devices : std::vector<int>{})
-            if (d >= 0 && d < accelerator_count) (own ? held : in_step)[static_cast<size_t>(d)] = true;
+        if (has_list(p))
+            for (int d : p.devices)
+                if (d >= 0 && d < accelerator_count) (own ? held : in_step)[static_cast<size_t>(d)] = true;
         step_known = step_known || (has_list(p) && !p.per_task);
         if (!own) {
             out.stand_ins.push_back(r);

@@ -62,6 +62,16 @@ TEST(Gres, BracketsExpandInOrderKeepingWidth) {
     EXPECT_THROW(expand_brackets("/dev/nvidia[3-1]"), UsageError);
     EXPECT_THROW(expand_brackets("/dev/nvidia[a]"), UsageError);
     EXPECT_THROW(expand_brackets("/dev/nvidia[0"), UsageError);
+    // a trailing comma adds nothing; an empty item between two is an error
+    EXPECT_EQ(expand_brackets("n[1,]"), (std::vector<std::string>{"n1"}));
+    EXPECT_THROW(expand_brackets("n[1,,2]"), UsageError);
+}
+
+TEST(SlurmConf, WordsSplitAtAnyBlankAndStopAtAComment) {
+    EXPECT_EQ(words_of(" NodeName=n1\tName=gpu  File=/dev/nvidia0\r# File=/dev/nvidia1"),
+              (std::vector<std::string>{"NodeName=n1", "Name=gpu", "File=/dev/nvidia0"}));
+    EXPECT_TRUE(words_of("   ").empty());
+    EXPECT_TRUE(words_of("# all comment").empty());
 }
 
 TEST(Gres, FilesOfThisNodeInIndexOrder) {
