@@ -138,6 +138,15 @@ run_case() {  # NAME CMD... : runs with a timeout (RUN_TIMEOUT, 120 s), output t
   local name=$1; shift
   timeout -k 5 "${RUN_TIMEOUT:-120}" "$@" >"$work/$name.out" 2>"$work/$name.err"
   echo $? >"$work/$name.rc"
+  # Open MPI 5's own MPI_Init race (ob1 receives on MPI_COMM_WORLD before setting it up,
+  # open-mpi/ompi#12495 and PR #13559): a rank segfaults there now and then whatever binds
+  # it. Seen once in six runs of the 2-node srun case on Debian 13; that run is made again, once.
+  if grep -q "mca_pml_ob1_recv_frag_callback_match" "$work/$name.err"; then
+    echo "note - $name: Open MPI's MPI_Init race (open-mpi/ompi#12495) hit; run again"
+    mv "$work/$name.err" "$work/$name.race.err"
+    timeout -k 5 "${RUN_TIMEOUT:-120}" "$@" >"$work/$name.out" 2>"$work/$name.err"
+    echo $? >"$work/$name.rc"
+  fi
 }
 
 mpi_common() {
