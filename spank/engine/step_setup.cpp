@@ -25,17 +25,16 @@ std::string listed_device_file(State& st, size_t i, const Accelerator& acc, int&
     const DeviceFileCheck check = check_device_file(f, acc.pci);
     const std::string entry = "device_files= entry " + std::to_string(i + 1) + " (" + f + ", for accelerator " +
                               std::to_string(i) + " at " + acc.pci + ")";
-    switch (check.verdict) {
-        case DeviceFileVerdict::Mismatch:
-            // Binding by a wrongly ordered list puts every task on another GPU's node.
+    switch (listed_file_use(check.verdict)) {
+        case ListedFileUse::FailStep:
             throw Error(entry + " is not that accelerator's device file: " + check.detail +
                         "; list the files in accelerator (PCI) order (numabind topo lists them)");
-        case DeviceFileVerdict::Missing:
+        case ListedFileUse::FindWithout:
             missing.push_back(entry);
             f.clear();
             break;
-        case DeviceFileVerdict::Unverifiable: ++unverified; break;
-        case DeviceFileVerdict::Matches: break;
+        case ListedFileUse::UseTrusted: ++unverified; break;
+        case ListedFileUse::Use: break;
     }
     return f;
 }
@@ -48,7 +47,7 @@ std::vector<std::string> device_files_for(State& st, const std::vector<Accelerat
         for (const Accelerator& a : accs) files.push_back(device_file_for_pci(a.pci));
         return files;
     }
-    if (st.site.device_files.size() != accs.size())
+    if (!listed_files_fit(st.site.device_files.size(), accs.size()))
         throw Error("plugstack device_files= names " + std::to_string(st.site.device_files.size()) +
                     " device file(s) but the node has " + std::to_string(accs.size()) + " accelerator(s)");
     int unverified = 0;

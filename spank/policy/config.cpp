@@ -3,6 +3,9 @@
 #include "core/text.hpp"
 #include "log_text.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <set>
 
 #include "core/omp.hpp"
@@ -156,6 +159,18 @@ std::string expand_path(std::string_view pattern, std::string_view node, std::st
         ++i;
     }
     return out;
+}
+
+std::string short_hostname() {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0) return "localhost";
+    std::string h(host);
+    return h.substr(0, h.find('.'));
+}
+
+std::string node_name() {
+    const char* node = std::getenv("SLURMD_NODENAME");
+    return node && *node ? node : short_hostname();
 }
 
 }  // namespace numabind::spank

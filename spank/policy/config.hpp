@@ -59,4 +59,10 @@ SiteConfig parse_site_config(const std::vector<std::string>& args);
 // Throws UsageError on any other % sequence.
 std::string expand_path(std::string_view pattern, std::string_view node, std::string_view host);
 
+// What %n and %h stand for, in slurmstepd and in `numabind check` alike: slurmd's node name
+// (SLURMD_NODENAME, slurmd's own environment, not the user's), else the short host name; and
+// the host name up to its first dot ("localhost" when it cannot be read).
+std::string node_name();
+std::string short_hostname();
+
 }  // namespace numabind::spank

@@ -88,16 +88,4 @@ void clear_variables(spank_t sp, bool mode_none) {
     if (mode_none) spank_setenv(sp, kEnvMode, "none", 1);
 }
 
-std::string short_hostname() {
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) != 0) return "localhost";
-    std::string h(host);
-    return h.substr(0, h.find('.'));
-}
-
-std::string node_name() {
-    const char* node = std::getenv("SLURMD_NODENAME");
-    return node && *node ? node : short_hostname();
-}
-
 }  // namespace numabind::spank

@@ -43,8 +43,4 @@ void clear_variables(spank_t sp, bool mode_none);
 // srun's markers only (steps the plugin leaves alone).
 void clear_markers(spank_t sp);
 
-// slurmd's node name (its own environment, not the user's), else the short host name.
-std::string node_name();
-std::string short_hostname();
-
 }  // namespace numabind::spank

@@ -29,7 +29,7 @@
 #include "numabind/accelerators.hpp"
 #include "numabind/error.hpp"
 #include "numabind/hwloc_topology.hpp"
-#include "policy/config.hpp"      // spank/: parse_site_config, expand_path
+#include "policy/config.hpp"      // spank/: parse_site_config, expand_path, node_name
 #include "policy/file_trust.hpp"  // spank/: the engine loader's trust rule
 #include "sys/device_files.hpp"
 #include "xml_probe.hpp"
@@ -61,19 +61,6 @@ std::string first_line(const std::string& path) {
     std::string why;
     const auto text = cli::read_regular_file(path, 1 << 16, why);
     return text ? text->substr(0, text->find('\n')) : "";
-}
-
-std::string short_hostname() {
-    char buf[256] = {};
-    if (gethostname(buf, sizeof buf - 1) != 0) return "";
-    std::string h = buf;
-    return h.substr(0, h.find('.'));
-}
-
-// SLURMD_NODENAME (set where slurmd runs a job) or the short host name.
-std::string node_name() {
-    const char* n = std::getenv("SLURMD_NODENAME");
-    return n && *n ? n : short_hostname();
 }
 
 FileFacts facts_of(const std::string& path) {
@@ -383,7 +370,7 @@ int check_listed_device_files(Context& c) {
     const std::vector<std::string>& listed = c.site->device_files;
     Row count{"plugstack", "device_files= count", Status::Ok, "", ""};
     if (listed.size() != c.accs.size()) {
-        count.status = c.accs.empty() ? Status::Ok : Status::Fail;
+        count.status = listed_files_fit(listed.size(), c.accs.size()) ? Status::Ok : Status::Fail;
         count.detail = std::to_string(listed.size()) + " file(s) for " + std::to_string(c.accs.size()) + " accelerator(s)" +
                        (c.accs.empty() ? ": ignored on a node without accelerators" : ": every step on this node fails");
         if (!c.accs.empty()) count.fix = "list exactly one device file per accelerator, in PCI order (numabind topo)";
@@ -393,27 +380,26 @@ int check_listed_device_files(Context& c) {
     int used = 0;
     count.detail = std::to_string(listed.size()) + " file(s), one per accelerator";
     c.add(count);
-    const std::string node = node_name(), host = short_hostname();
+    const std::string node = spank::node_name(), host = spank::short_hostname();
     for (size_t i = 0; i < listed.size(); ++i) {
         const Accelerator& a = c.accs[i];
         const std::string path = spank::expand_path(listed[i], node, host);
         const DeviceFileCheck v = check_device_file(path, a.pci, c.root, c.root);
         Row r{"plugstack", "device_files[" + std::to_string(i) + "] for " + gpu_label(a), Status::Ok, path + ": " + v.detail, ""};
-        used += v.verdict != DeviceFileVerdict::Missing;
-        switch (v.verdict) {
-            case DeviceFileVerdict::Matches: break;
-            case DeviceFileVerdict::Unverifiable:
+        const ListedFileUse use = listed_file_use(v.verdict);
+        used += use != ListedFileUse::FindWithout;
+        switch (use) {
+            case ListedFileUse::Use: break;
+            case ListedFileUse::UseTrusted:
                 r.status = Status::Warn;
                 r.fix = "cannot be checked here (no driver information); make sure the list is in PCI order";
                 break;
-            case DeviceFileVerdict::Missing:
-                // The engine's rule (listed_device_file in spank/engine/stepd.cpp): noted, and
-                // that GPU is found as without device_files=.
+            case ListedFileUse::FindWithout:
                 r.status = Status::Warn;
                 r.detail += "; the plugin notes it and finds that GPU without it";
                 r.fix = "name an existing device file, or leave the entry to the driver's file";
                 break;
-            case DeviceFileVerdict::Mismatch: {
+            case ListedFileUse::FailStep: {
                 r.status = Status::Fail;
                 for (const Accelerator& other : c.accs)
                     if (&other != &a && check_device_file(path, other.pci, c.root, c.root).verdict == DeviceFileVerdict::Matches)
@@ -479,7 +465,7 @@ void check_slurm(Context& c) {
             c.add({"slurm", "gres.conf", Status::Ok, "no " + gres_path + " (no GPU gres on this node)", ""});
         return;
     }
-    const std::string node = node_name();
+    const std::string node = spank::node_name();
     GresGpus gres;
     try {
         gres = parse_gres_conf(*gres_text, node);
@@ -602,7 +588,7 @@ void check_plugstack_line(Context& c, const std::string& line, const std::string
     c.add({"plugstack", "arguments", Status::Ok, "parsed as the plugin parses them: " + parsed, ""});
     c.matcher = s.matcher;
     if (!s.topology.empty()) {
-        const std::string path = spank::expand_path(s.topology, node_name(), short_hostname());
+        const std::string path = spank::expand_path(s.topology, spank::node_name(), spank::short_hostname());
         Row r{"plugstack", "topology=", Status::Ok, "", ""};
         try {
             if (auto died = cli::hwloc_dies_loading(path)) throw Error(*died);

@@ -177,4 +177,16 @@ DeviceFileCheck check_device_file(const std::string& path, const std::string& pc
     return c;
 }
 
+ListedFileUse listed_file_use(DeviceFileVerdict verdict) {
+    switch (verdict) {
+        case DeviceFileVerdict::Matches: return ListedFileUse::Use;
+        case DeviceFileVerdict::Unverifiable: return ListedFileUse::UseTrusted;
+        case DeviceFileVerdict::Missing: return ListedFileUse::FindWithout;
+        case DeviceFileVerdict::Mismatch: return ListedFileUse::FailStep;
+    }
+    return ListedFileUse::FailStep;
+}
+
+bool listed_files_fit(size_t listed, size_t accelerators) { return accelerators == 0 || listed == accelerators; }
+
 }  // namespace numabind

@@ -49,4 +49,17 @@ struct DeviceFileCheck {
 DeviceFileCheck check_device_file(const std::string& path, const std::string& pci, const std::string& procfs_root = "",
                                   const std::string& sysfs_root = "");
 
+// What the plugin makes of a device_files= entry by its verdict: the one rule the step
+// engine applies and `numabind check` reports.
+enum class ListedFileUse {
+    Use,          // which GPU a task holds is told by it
+    UseTrusted,   // likewise, unverified: trusted as listed (a note in every step)
+    FindWithout,  // no such file: that GPU is found as without device_files= (a step note)
+    FailStep,     // another device's file: by it every task would be bound beside the wrong GPU
+};
+ListedFileUse listed_file_use(DeviceFileVerdict verdict);
+// Whether a device_files= list of `listed` entries fits a node with `accelerators`: one
+// entry per accelerator; a node without accelerators ignores the list.
+bool listed_files_fit(size_t listed, size_t accelerators);
+
 }  // namespace numabind

@@ -1,5 +1,8 @@
 // Unit tests of the SPANK plugin's option and plugstack.conf parsing (no Slurm needed).
 #include <gtest/gtest.h>
+#include <sys/utsname.h>
+
+#include <cstdlib>
 
 #include "numabind/error.hpp"
 #include "policy/config.hpp"
@@ -155,6 +158,23 @@ TEST(SpankSite, PathExpansion) {
     EXPECT_EQ(expand_path("/plain.xml", "n", "h"), "/plain.xml");
     EXPECT_NE(usage_error([] { expand_path("/t/%", "n", "h"); }), "(no error)");
     EXPECT_NE(usage_error([] { expand_path("/t/%x", "n", "h"); }), "(no error)");
+}
+
+// %n is slurmd's node name where slurmd set it, else the host name up to its first dot (uname).
+TEST(SpankSite, NodeAndHostNames) {
+    struct utsname u {};
+    ASSERT_EQ(uname(&u), 0);
+    const std::string host = std::string(u.nodename).substr(0, std::string(u.nodename).find('.'));
+    const char* saved = std::getenv("SLURMD_NODENAME");
+    const std::string kept = saved ? saved : "";
+    EXPECT_EQ(short_hostname(), host);
+    setenv("SLURMD_NODENAME", "gpu-node-17", 1);
+    EXPECT_EQ(node_name(), "gpu-node-17");
+    setenv("SLURMD_NODENAME", "", 1);
+    EXPECT_EQ(node_name(), host);
+    unsetenv("SLURMD_NODENAME");
+    EXPECT_EQ(node_name(), host);
+    if (saved) setenv("SLURMD_NODENAME", kept.c_str(), 1);
 }
 
 TEST(SpankSite, RespectCpuBindIsTheOldNameOfRespectUserBind) {

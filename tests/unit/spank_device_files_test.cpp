@@ -98,5 +98,22 @@ TEST(DeviceFiles, CheckAgainstNvidiaMinorAndSysfs) {
     // Not a device at all.
     write_file(root + "/plain", "x");
     EXPECT_EQ(nb::check_device_file(root + "/plain", "0000:c1:00.0", root, root).verdict, V::Mismatch);
+
+    // What the plugin (and `numabind check`) makes of each of those entries.
+    using U = nb::ListedFileUse;
+    EXPECT_EQ(nb::listed_file_use(nb::check_device_file(nv5, "0000:3b:00.0", root, root).verdict), U::Use);
+    EXPECT_EQ(nb::listed_file_use(nb::check_device_file(nv3, "0000:af:00.0", root, root).verdict), U::UseTrusted);
+    EXPECT_EQ(nb::listed_file_use(nb::check_device_file(root + "/dev/nvidia9", "0000:3b:00.0", root, root).verdict),
+              U::FindWithout);
+    EXPECT_EQ(nb::listed_file_use(wrong.verdict), U::FailStep);
+    EXPECT_EQ(nb::listed_file_use(other.verdict), U::FailStep);
     std::system(("rm -rf '" + root + "'").c_str());
+}
+
+// One device_files= entry per accelerator; a node without accelerators ignores the list.
+TEST(DeviceFiles, ListedFilesFitOnePerAccelerator) {
+    EXPECT_TRUE(nb::listed_files_fit(2, 2));
+    EXPECT_FALSE(nb::listed_files_fit(1, 2));
+    EXPECT_FALSE(nb::listed_files_fit(3, 2));
+    EXPECT_TRUE(nb::listed_files_fit(3, 0));
 }
