@@ -57,12 +57,12 @@ std::vector<std::string> words_of(const std::string& line) {
     std::vector<std::string> out;
     size_t pos = 0;
     while (pos < text.size()) {
-        if (std::isspace(static_cast<unsigned char>(text[pos]))) {
+        if (is_space(text[pos])) {
             ++pos;
             continue;
         }
         const size_t start = pos;
-        while (pos < text.size() && !std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+        while (pos < text.size() && !is_space(text[pos])) ++pos;
         out.emplace_back(text.substr(start, pos - start));
     }
     return out;

@@ -8,6 +8,20 @@
 
 namespace numabind {
 
+// The C locale's white space, without the locale: isspace reads libc's ctype table, one
+// more page for every task that parses a variable.
+inline constexpr bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// `text` without white space at either end; a view into it.
+inline std::string_view trimmed(std::string_view text) {
+    size_t b = 0, e = text.size();
+    while (b < e && is_space(text[b])) ++b;
+    while (e > b && is_space(text[e - 1])) --e;
+    return text.substr(b, e - b);
+}
+
 // "a,b,,c" -> {"a","b","","c"}; "" -> {""}. Views into `text`.
 inline std::vector<std::string_view> split(std::string_view text, char sep) {
     std::vector<std::string_view> out;

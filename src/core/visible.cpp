@@ -1,7 +1,6 @@
 #include "core/visible.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 #include "core/local_rank.hpp"
 #include "core/text.hpp"
@@ -10,13 +9,6 @@
 namespace numabind {
 
 namespace {
-
-std::string trim(const std::string& s) {
-    size_t b = 0, e = s.size();
-    while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-    while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-    return s.substr(b, e - b);
-}
 
 bool is_uuid(const std::string& s) { return s.rfind("GPU-", 0) == 0 || s.rfind("MIG-", 0) == 0; }
 
@@ -36,10 +28,9 @@ std::vector<int> resolve(const std::string& var, const std::string& value, const
                          const std::vector<Accelerator>& accs, const UuidResolver& resolver,
                          std::vector<std::string>& warnings, bool ze_mask) {
     std::vector<int> out;
-    if (trim(value).empty()) return out;  // set but empty: nothing visible
+    if (trimmed(value).empty()) return out;  // set but empty: nothing visible
     for (std::string_view piece : split(value, ',')) {
-        std::string entry(piece);
-        entry = trim(entry);
+        std::string entry(trimmed(piece));
         if (ze_mask) entry = entry.substr(0, entry.find('.'));  // "1.0" -> device 1 (tile 0)
         if (entry == "-1" || entry == "NoDevFiles") return {};
         int position = -1;

@@ -1,6 +1,7 @@
 // Adapter: accelerator device files and whether this process may open them.
 #include "sys/device_files.hpp"
 #include "sys/process_inspect.hpp"
+#include "core/text.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -50,7 +51,7 @@ int nvidia_minor(const std::string& addr, const std::string& procfs) {
         const std::string key = "Device Minor:";
         if (line.compare(0, key.size(), key) != 0) return false;
         size_t i = key.size();
-        while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+        while (i < line.size() && is_space(line[i])) ++i;
         size_t j = i;
         while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
         if (j > i && j - i <= 6) minor = std::stoi(line.substr(i, j - i));

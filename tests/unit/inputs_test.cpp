@@ -2,9 +2,11 @@
 // visible-device variables, local-rank variables. Bad input names itself.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <map>
 
 #include "core/local_rank.hpp"
+#include "core/text.hpp"
 #include "core/visible.hpp"
 #include "numabind/error.hpp"
 #include "test_support.hpp"
@@ -118,6 +120,19 @@ TEST_F(Visible, CudaIndexesInOrderAndEmptyMeansNone) {
     EXPECT_TRUE(empty.indexes.empty());
     auto unset = visible_from_env(accs, env_of({}), nullptr);
     EXPECT_FALSE(unset.restricted);
+}
+
+// White space around entries and around a blank value, as the C locale's isspace has it.
+TEST_F(Visible, WhiteSpaceAroundEntriesIsIgnored) {
+    auto v = visible_from_env(accs, env_of({{"CUDA_VISIBLE_DEVICES", " 2 ,\t0\n"}}), nullptr);
+    EXPECT_EQ(v.indexes, (std::vector<int>{2, 0}));
+    auto blank = visible_from_env(accs, env_of({{"CUDA_VISIBLE_DEVICES", " \t\r\n\f\v"}}), nullptr);
+    EXPECT_TRUE(blank.restricted);
+    EXPECT_TRUE(blank.indexes.empty());
+    for (int c = 0; c < 256; ++c)
+        EXPECT_EQ(is_space(static_cast<char>(c)), c < 128 && std::isspace(c) != 0) << "character " << c;
+    EXPECT_EQ(trimmed(" \t a b \n"), "a b");
+    EXPECT_EQ(trimmed(" \v "), "");
 }
 
 TEST_F(Visible, UuidsResolveThroughNvmlOrWarn) {
