@@ -1,8 +1,6 @@
 // numabind SPANK plugin: see step_scope.hpp.
 #include "step_scope.hpp"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <vector>
 
